@@ -1,0 +1,431 @@
+"""Read ``corpus/<case>/case.toml`` into :class:`Case` objects, refusing bad input.
+
+Format (every path is relative to the case folder and must stay inside the corpus)::
+
+    description = "10-layer Conv+ReLU CNN, int8"
+    model = "model.onnx"                 # or a "onnx-light:<name>" reference
+    target = "stm32n6"
+    name = "network"                     # C name (-n), default "network"
+    options = ["--input-data-type", "uint8"]
+    stages = ["generate", "validate-host", "validate-target"]   # default ["generate"]
+    oracle = true                        # run the oracle stage (default true)
+    markers = ["n6", "int8"]
+    bugs = ["prelu-sw-int8"]             # known bugs this case reproduces
+    timeout = 600                        # seconds per tool run (default: --stedge-timeout)
+    memory_pool = "../profiles/mcu.json" # MCU targets: --memory-pool FILE
+
+    [neural_art]                         # STM32N6 NPU: --st-neural-art PROFILE[@FILE]
+    profile = "default"
+    file = "../profiles/neural_art.json" # omit for the install's built-in profiles
+    mpool = "../profiles/stm32n6.mpool"  # overrides the profile's memory_pool
+
+    [expect]                             # checked on every stage that measures the metric
+    activations_bytes = { max = 2_700_000 }
+    [expect.validate-target]             # only on that stage
+    val_cos = { min = 0.99 }
+
+    [baseline]                           # bands against the baseline version
+    activations_bytes = "+3%"
+
+    [variants.int8]                      # optional: each variant is a case of its own
+    model = "model_int8.onnx"            # any top-level key may be overridden
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import CaseError
+
+STAGES = ("generate", "analyze", "validate-host", "validate-target")
+ALL_STAGES = ("oracle", *STAGES)
+EXPECT_BOUNDS = ("min", "max", "exact", "rel", "abs")
+ONNX_LIGHT_PREFIX = "onnx-light:"
+
+_TOP_KEYS: dict[str, str] = {
+    "description": "a string",
+    "model": "a path to an .onnx/.tflite/.h5/.keras file in the case folder, or 'onnx-light:<name>'",
+    "target": "a target name such as 'stm32n6' or 'stm32h7'",
+    "name": "a C identifier (the -n/--name of stedgeai)",
+    "options": "a list of strings (extra stedgeai arguments)",
+    "stages": f"a list drawn from {', '.join(STAGES)}",
+    "oracle": "true or false",
+    "markers": "a list of pytest marker names",
+    "bugs": "a list of known-bug ids (corpus/bugs/<id>.toml)",
+    "timeout": "a positive number of seconds",
+    "memory_pool": "a path to an MCU --memory-pool JSON file",
+    "sha256": "the sha256 hex digest the model file must have",
+    "neural_art": "a table with profile, file, mpool",
+    "expect": "a table of metric = {min, max, exact, rel, abs}",
+    "baseline": "a table of metric = band ('+3%', '+1024', '0')",
+    "variants": "a table of named variants, each overriding top-level keys",
+}
+_NEURAL_ART_KEYS = ("profile", "file", "mpool")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One expectation on one metric: min/max/exact with optional tolerances."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+    exact: float | None = None
+    rel: float = 0.0
+    abs: float = 0.0
+
+
+@dataclass(frozen=True)
+class NeuralArt:
+    """The ``--st-neural-art`` choice of a case."""
+
+    profile: str
+    file: Path | None = None
+    mpool: Path | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One corpus case (or one variant of it), validated and with resolved paths."""
+
+    name: str
+    path: Path  # the case.toml
+    corpus_root: Path
+    model: Path
+    target: str
+    variant: str | None = None
+    description: str = ""
+    c_name: str = "network"
+    options: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ("generate",)
+    oracle: bool = True
+    markers: tuple[str, ...] = ()
+    bugs: tuple[str, ...] = ()
+    timeout: float | None = None
+    memory_pool: Path | None = None
+    neural_art: NeuralArt | None = None
+    sha256: str | None = None
+    expect: dict[str, tuple[Bound, ...]] = field(default_factory=dict)  # "" = all stages
+    baseline: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        """The case's folder."""
+        return self.path.parent
+
+    def model_sha256(self) -> str:
+        """sha256 of the model file (identity of the model for comparisons)."""
+        return file_sha256(self.model)
+
+    def options_hash(self) -> str:
+        """A stable hash of everything besides the model that changes the tool's output."""
+        payload = {
+            "target": self.target,
+            "c_name": self.c_name,
+            "options": list(self.options),
+            "memory_pool": _digest_or_none(self.memory_pool),
+            "neural_art": None
+            if self.neural_art is None
+            else {
+                "profile": self.neural_art.profile,
+                "file": _digest_or_none(self.neural_art.file),
+                "mpool": _digest_or_none(self.neural_art.mpool),
+            },
+        }
+        blob = json.dumps(payload, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def bounds_for(self, stage: str) -> tuple[Bound, ...]:
+        """The expectations to check on ``stage``: generic ones, then the stage's own."""
+        from .result import metric_applies
+
+        generic = [b for b in self.expect.get("", ()) if metric_applies(b.metric, stage)]
+        specific = list(self.expect.get(stage, ()))
+        overridden = {b.metric for b in specific}
+        return tuple([b for b in generic if b.metric not in overridden] + specific)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _digest_or_none(path: Path | None) -> str | None:
+    return None if path is None or not path.is_file() else file_sha256(path)
+
+
+def find_corpus_root(case_toml: Path) -> Path:
+    """The corpus root of a case: the nearest ancestor holding ``bugs/`` or ``profiles/``,
+    else the case folder's parent."""
+    folder = case_toml.resolve().parent
+    for parent in folder.parents:
+        if (parent / "bugs").is_dir() or (parent / "profiles").is_dir():
+            return parent
+    return folder.parent
+
+
+def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
+    """Read one case.toml into its case and its variants; raise :class:`CaseError`."""
+    case_toml = Path(case_toml)
+    root = (corpus_root or find_corpus_root(case_toml)).resolve()
+    try:
+        raw = tomllib.loads(case_toml.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise CaseError(case_toml, None, f"not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CaseError(case_toml, None, f"not UTF-8 text: {exc}") from None
+    variants = raw.pop("variants", None)
+    base_name = case_toml.resolve().parent.name
+    if variants is None:
+        return [_build_case(case_toml, root, base_name, None, raw)]
+    if not isinstance(variants, dict) or not variants:
+        raise CaseError(case_toml, "variants", f"expected {_TOP_KEYS['variants']}")
+    cases = []
+    for variant, overrides in variants.items():
+        if not isinstance(overrides, dict):
+            raise CaseError(case_toml, f"variants.{variant}", "expected a table")
+        if "variants" in overrides:
+            raise CaseError(case_toml, f"variants.{variant}.variants", "variants do not nest")
+        merged = _merge(raw, overrides)
+        name = f"{base_name}/{variant}"
+        cases.append(_build_case(case_toml, root, name, variant, merged))
+    return cases
+
+
+def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in overrides.items():
+        if key in ("expect", "baseline", "neural_art") and isinstance(value, dict):
+            inner = dict(merged.get(key) or {})
+            inner.update(value)
+            merged[key] = inner
+        else:
+            merged[key] = value
+    return merged
+
+
+def _build_case(
+    path: Path, root: Path, name: str, variant: str | None, raw: Mapping[str, Any]
+) -> Case:
+    prefix = f"variants.{variant}." if variant else ""
+
+    def fail(key: str, message: str) -> CaseError:
+        return CaseError(path, prefix + key, message)
+
+    unknown = sorted(set(raw) - set(_TOP_KEYS))
+    if unknown:
+        raise fail(
+            unknown[0],
+            f"unknown key {unknown[0]!r}; accepted keys: {', '.join(sorted(_TOP_KEYS))}",
+        )
+
+    def string(key: str, default: str | None = None) -> str | None:
+        value = raw.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise fail(key, f"expected {_TOP_KEYS[key]}, got {type(value).__name__} {value!r}")
+        return value
+
+    def strings(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = raw.get(key, list(default))
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(key, f"expected {_TOP_KEYS[key]}, got {value!r}")
+        return tuple(value)
+
+    model_ref = string("model")
+    if not model_ref:
+        raise fail("model", f"missing; expected {_TOP_KEYS['model']}")
+    model = resolve_model(path, root, model_ref, prefix + "model")
+    target = string("target")
+    if not target:
+        raise fail("target", f"missing; expected {_TOP_KEYS['target']}")
+    c_name = string("name", "network") or "network"
+    if not c_name.isidentifier():
+        raise fail("name", f"expected {_TOP_KEYS['name']}, got {c_name!r}")
+    stages = strings("stages", ("generate",))
+    for stage in stages:
+        if stage not in STAGES:
+            raise fail("stages", f"unknown stage {stage!r}; accepted: {', '.join(STAGES)}")
+    oracle = raw.get("oracle", True)
+    if not isinstance(oracle, bool):
+        raise fail("oracle", f"expected true or false, got {oracle!r}")
+    timeout = raw.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+    ):
+        raise fail("timeout", f"expected {_TOP_KEYS['timeout']}, got {timeout!r}")
+    memory_pool = raw.get("memory_pool")
+    memory_pool_path = (
+        None if memory_pool is None else _inside(path, root, memory_pool, prefix + "memory_pool")
+    )
+    sha = string("sha256")
+    return Case(
+        name=name,
+        path=path.resolve(),
+        corpus_root=root,
+        model=model,
+        target=target,
+        variant=variant,
+        description=string("description", "") or "",
+        c_name=c_name,
+        options=strings("options"),
+        stages=stages,
+        oracle=oracle,
+        markers=strings("markers"),
+        bugs=strings("bugs"),
+        timeout=None if timeout is None else float(timeout),
+        memory_pool=memory_pool_path,
+        neural_art=_neural_art(path, root, raw.get("neural_art"), prefix),
+        sha256=sha,
+        expect=_expectations(path, raw.get("expect"), prefix),
+        baseline=_baseline(path, raw.get("baseline"), prefix),
+    )
+
+
+def resolve_model(path: Path, root: Path, ref: str, key: str) -> Path:
+    """Resolve a model reference: a file inside the corpus, or an onnx test-data model."""
+    if ref.startswith(ONNX_LIGHT_PREFIX):
+        name = ref[len(ONNX_LIGHT_PREFIX) :]
+        light = onnx_light_dir()
+        candidates = sorted(p.stem.removeprefix("light_") for p in light.glob("light_*.onnx"))
+        model = light / f"light_{name}.onnx"
+        if name not in candidates:
+            raise CaseError(
+                path, key, f"{ref!r}: no such model in {light}; accepted: {', '.join(candidates)}"
+            )
+        return model
+    model = _inside(path, root, ref, key)
+    if not model.is_file():
+        raise CaseError(path, key, f"model file {ref!r} not found (looked for {model})")
+    return model
+
+
+def onnx_light_dir() -> Path:
+    """Folder of the real architectures the onnx package ships as test data."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnx")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("the onnx package is not installed")
+    return Path(spec.origin).parent / "backend" / "test" / "data" / "light"
+
+
+def _inside(path: Path, root: Path, ref: Any, key: str) -> Path:
+    if not isinstance(ref, str) or not ref:
+        raise CaseError(path, key, f"expected a relative path string, got {ref!r}")
+    candidate = (path.parent / ref).resolve()
+    if not candidate.is_relative_to(root):
+        raise CaseError(
+            path, key, f"path {ref!r} leaves the corpus ({root}); keep case files inside it"
+        )
+    return candidate
+
+
+def _neural_art(path: Path, root: Path, raw: Any, prefix: str) -> NeuralArt | None:
+    if raw is None:
+        return None
+    key = prefix + "neural_art"
+    if not isinstance(raw, dict):
+        raise CaseError(path, key, f"expected {_TOP_KEYS['neural_art']}, got {raw!r}")
+    unknown = sorted(set(raw) - set(_NEURAL_ART_KEYS))
+    if unknown:
+        raise CaseError(
+            path, f"{key}.{unknown[0]}", f"unknown key; accepted: {', '.join(_NEURAL_ART_KEYS)}"
+        )
+    profile = raw.get("profile", "default")
+    if not isinstance(profile, str) or not profile:
+        raise CaseError(path, f"{key}.profile", f"expected a profile name, got {profile!r}")
+    file = raw.get("file")
+    mpool = raw.get("mpool")
+    file_path = None if file is None else _inside(path, root, file, f"{key}.file")
+    mpool_path = None if mpool is None else _inside(path, root, mpool, f"{key}.mpool")
+    for sub, value in (("file", file_path), ("mpool", mpool_path)):
+        if value is not None and not value.is_file():
+            raise CaseError(path, f"{key}.{sub}", f"file not found: {value}")
+    if mpool_path is not None and file_path is None:
+        raise CaseError(
+            path, f"{key}.mpool", "an mpool needs a profile file to override (set neural_art.file)"
+        )
+    return NeuralArt(profile=profile, file=file_path, mpool=mpool_path)
+
+
+def _expectations(path: Path, raw: Any, prefix: str) -> dict[str, tuple[Bound, ...]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise CaseError(path, prefix + "expect", f"expected {_TOP_KEYS['expect']}")
+    result: dict[str, list[Bound]] = {"": []}
+    for key, value in raw.items():
+        if key in ALL_STAGES:
+            if not isinstance(value, dict):
+                raise CaseError(path, f"{prefix}expect.{key}", "expected a table of metrics")
+            result[key] = [
+                _bound(path, f"{prefix}expect.{key}.{m}", m, v) for m, v in value.items()
+            ]
+        else:
+            result[""].append(_bound(path, f"{prefix}expect.{key}", key, value))
+    return {k: tuple(v) for k, v in result.items() if v}
+
+
+def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
+    from .result import METRICS
+
+    if metric not in METRICS:
+        raise CaseError(
+            path, key, f"unknown metric {metric!r}; accepted: {', '.join(sorted(METRICS))}"
+        )
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return Bound(metric, exact=float(raw))
+    if not isinstance(raw, dict) or not raw:
+        raise CaseError(path, key, "expected a number or a table with min, max, exact, rel, abs")
+    unknown = sorted(set(raw) - set(EXPECT_BOUNDS))
+    if unknown:
+        raise CaseError(
+            path, f"{key}.{unknown[0]}", f"unknown bound; accepted: {', '.join(EXPECT_BOUNDS)}"
+        )
+    values: dict[str, float] = {}
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CaseError(path, f"{key}.{name}", f"expected a number, got {value!r}")
+        values[name] = float(value)
+    if not {"min", "max", "exact"} & set(values):
+        raise CaseError(path, key, "needs at least one of min, max, exact")
+    if "exact" in values and ({"min", "max"} & set(values)):
+        raise CaseError(path, key, "exact cannot be combined with min or max")
+    return Bound(metric, **values)  # type: ignore[arg-type]
+
+
+def _baseline(path: Path, raw: Any, prefix: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise CaseError(path, prefix + "baseline", f"expected {_TOP_KEYS['baseline']}")
+    from .result import METRICS
+
+    out: dict[str, str] = {}
+    for metric, band in raw.items():
+        key = f"{prefix}baseline.{metric}"
+        if metric not in METRICS:
+            raise CaseError(
+                path, key, f"unknown metric {metric!r}; accepted: {', '.join(sorted(METRICS))}"
+            )
+        if isinstance(band, (int, float)) and not isinstance(band, bool):
+            band = str(band)
+        if not isinstance(band, str):
+            raise CaseError(path, key, f"expected a band such as '+3%', '+1024' or '0', got {band!r}")
+        out[metric] = band
+    return out
+
+
+def iter_case_files(root: Path) -> Iterator[Path]:
+    """Every case.toml under ``root``, sorted."""
+    yield from sorted(Path(root).rglob("case.toml"))

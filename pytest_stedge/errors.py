@@ -1,0 +1,92 @@
+"""One exception hierarchy for pytest-stedge, caught at the edges (CLI, pytest hooks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class StedgeError(Exception):
+    """Base class of every error pytest-stedge raises on purpose."""
+
+
+class CaseError(StedgeError):
+    """A corpus case file is malformed: names the file, the key and what is accepted."""
+
+    def __init__(self, path: Path | str, key: str | None, message: str) -> None:
+        self.path = Path(path)
+        self.key = key
+        self.message = message
+        where = f"{self.path}" + (f": [{key}]" if key else "")
+        super().__init__(f"{where}: {message}")
+
+
+class ToolchainNotFound(StedgeError):
+    """A requested stedgeai version is not installed where we looked."""
+
+
+class ToolchainError(StedgeError):
+    """Running stedgeai failed: non-zero exit, timeout, crash or unreadable output."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        returncode: int | None = None,
+        timed_out: float | None = None,
+        output_tail: str = "",
+        reason: str | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.timed_out = timed_out
+        self.output_tail = output_tail
+        self.reason = reason
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        import shlex
+
+        cmd = shlex.join(self.argv)
+        if self.timed_out is not None:
+            head = f"Command {cmd!r} timed out after {self.timed_out:g} s"
+        elif self.returncode is not None and self.returncode != 0:
+            head = f"Command {cmd!r} exited with status {self.returncode}"
+        else:
+            head = f"Command {cmd!r} failed"
+        if self.reason:
+            head += f": {self.reason}"
+        if self.output_tail:
+            head += "\n--- last lines of output ---\n" + self.output_tail
+        return head
+
+
+class ReportParseError(StedgeError):
+    """A tool output could not be read: names the file and, where known, the line."""
+
+    def __init__(self, path: Path | str, message: str, line: int | None = None) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}" + (f":{line}" if line is not None else "")
+        super().__init__(f"{where}: {message}")
+
+
+class StoreError(StedgeError):
+    """The results store cannot be opened or written."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer pytest-stedge (unknown migrations)."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's write lock."""
+
+
+class OracleError(StedgeError):
+    """The oracle cannot analyse a model (not ONNX, unresolved shapes, ...)."""
+
+
+class BoardError(StedgeError):
+    """A board or its serial link misbehaved."""

@@ -1,0 +1,1 @@
+"""The oracle: facts, memory and reference inference from the model alone."""

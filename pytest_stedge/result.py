@@ -1,0 +1,174 @@
+"""The normalised Result (DESIGN.md §3) and the flat metrics derived from it.
+
+A Result is a plain JSON-serialisable ``dict``: every backend and parser produces
+one, and the store, the checks, the diffs and the reports read only it. Keys that
+are not known are absent, never 0.
+
+The flat metric names (``activations_bytes``, ``epochs_sw``, ``val_cos`` ...) used
+by expectations, the store and the diff are derived here, in one place.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+SCHEMA = "stedge.result/1"
+
+Result = dict[str, Any]
+Direction = Literal["lower", "higher", "none"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a flat metric means: its unit and which way is better."""
+
+    name: str
+    unit: str
+    direction: Direction
+    help: str
+    stages: tuple[str, ...]  # stage families that produce it: "toolchain", "validate", "oracle"
+
+
+_TOOL = ("toolchain",)
+_VAL = ("validate",)
+
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in [
+        MetricSpec("weights_bytes", "B", "lower", "weights in flash", _TOOL),
+        MetricSpec("activations_bytes", "B", "lower", "activation RAM", _TOOL),
+        MetricSpec("io_in_bytes", "B", "lower", "input buffers", _TOOL),
+        MetricSpec("io_out_bytes", "B", "lower", "output buffers", _TOOL),
+        MetricSpec("macc", "MACC", "lower", "multiply-accumulates", _TOOL),
+        MetricSpec("epochs_total", "epochs", "lower", "all epochs", _TOOL),
+        MetricSpec("epochs_hw", "epochs", "none", "hardware epochs", _TOOL),
+        MetricSpec("epochs_ec", "epochs", "none", "epoch-controller epochs", _TOOL),
+        MetricSpec("epochs_sw", "epochs", "lower", "software epochs", _TOOL),
+        MetricSpec("epochs_hybrid", "epochs", "lower", "hybrid (??) epochs", _TOOL),
+        MetricSpec("val_cos", "", "higher", "cosine similarity (worst output)", _VAL),
+        MetricSpec("val_snr", "dB", "higher", "signal-to-noise ratio (worst output)", _VAL),
+        MetricSpec("val_l2r", "", "lower", "L2 relative error (worst output)", _VAL),
+        MetricSpec("val_rmse", "", "lower", "root mean squared error (worst output)", _VAL),
+        MetricSpec("val_mae", "", "lower", "mean absolute error (worst output)", _VAL),
+        MetricSpec("val_nse", "", "higher", "Nash-Sutcliffe efficiency (worst output)", _VAL),
+        MetricSpec("val_acc", "%", "higher", "classification accuracy (worst output)", _VAL),
+        MetricSpec("duration_ms", "ms", "lower", "inference time per sample", _VAL),
+        MetricSpec(
+            "activations_lower_bound_bytes",
+            "B",
+            "none",
+            "oracle: liveness lower bound of activation memory",
+            ("oracle", "toolchain"),
+        ),
+        MetricSpec(
+            "float_nodes",
+            "nodes",
+            "lower",
+            "oracle: compute nodes left in float in a QDQ model (they run in software on the NPU)",
+            ("oracle",),
+        ),
+        MetricSpec(
+            "activations_ratio",
+            "x",
+            "lower",
+            "reported activations / oracle lower bound",
+            _TOOL,
+        ),
+    ]
+}
+
+# For val_* metrics, "worst output" means the minimum of higher-is-better metrics
+# and the maximum of lower-is-better ones.
+_VAL_KEYS = ("cos", "snr", "l2r", "rmse", "mae", "nse", "acc")
+
+
+def new_result(command: str, **fields: Any) -> Result:
+    """Return an empty Result for ``command`` with ``fields`` set."""
+    result: Result = {"schema": SCHEMA, "command": command}
+    result.update({k: v for k, v in fields.items() if v is not None})
+    return result
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def flat_metrics(result: Result) -> dict[str, float]:
+    """Derive the flat metrics of DESIGN.md §3 from a Result.
+
+    Only metrics the Result knows are returned: a missing figure stays missing.
+    """
+    out: dict[str, float] = {}
+    memory = result.get("memory") or {}
+    for key in ("weights_bytes", "activations_bytes"):
+        value = _number(memory.get(key))
+        if value is not None:
+            out[key] = value
+    io = memory.get("io_bytes")
+    if isinstance(io, (list, tuple)) and len(io) == 2:
+        for key, value in zip(("io_in_bytes", "io_out_bytes"), io):
+            number = _number(value)
+            if number is not None:
+                out[key] = number
+    macc = _number(result.get("macc"))
+    if macc is not None:
+        out["macc"] = macc
+    epochs = result.get("epochs") or {}
+    for kind in ("total", "hw", "ec", "sw", "hybrid"):
+        value = _number(epochs.get(kind))
+        if value is not None:
+            out[f"epochs_{kind}"] = value
+    validation = result.get("validation") or {}
+    outputs = [o for o in validation.get("outputs") or [] if isinstance(o, dict)]
+    for key in _VAL_KEYS:
+        values = [v for v in (_number(o.get(key)) for o in outputs) if v is not None]
+        values = [v for v in values if not math.isnan(v)]
+        if values:
+            worse_is_low = METRICS[f"val_{key}"].direction == "higher"
+            out[f"val_{key}"] = min(values) if worse_is_low else max(values)
+    duration = _number(validation.get("duration_ms"))
+    if duration is not None:
+        out["duration_ms"] = duration
+    oracle = result.get("oracle") or {}
+    float_nodes = oracle.get("float_nodes")
+    if isinstance(float_nodes, list):
+        out["float_nodes"] = float(len(float_nodes))
+    bound = _number(oracle.get("lower_bound_bytes"))
+    if bound is not None:
+        out["activations_lower_bound_bytes"] = bound
+        if "activations_bytes" in out and bound > 0:
+            out["activations_ratio"] = out["activations_bytes"] / bound
+    return out
+
+
+def metric_applies(metric: str, stage: str) -> bool:
+    """Whether ``stage`` is expected to measure ``metric``.
+
+    Unknown metric names (for example from a user's hook) apply to every stage.
+    """
+    spec = METRICS.get(metric)
+    if spec is None:
+        return True
+    family = stage_family(stage)
+    return family in spec.stages
+
+
+def stage_family(stage: str) -> str:
+    """Map a stage name to the family that decides which metrics it produces."""
+    if stage == "oracle":
+        return "oracle"
+    if stage.startswith("validate"):
+        return "validate"
+    return "toolchain"
+
+
+def software_ops(result: Result) -> list[str]:
+    """Operator types that ran in SW or hybrid epochs, as the Result lists them."""
+    ops = result.get("software_ops") or []
+    return [str(op) for op in ops]
