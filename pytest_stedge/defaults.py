@@ -1,0 +1,37 @@
+"""Built-in implementations of the pytest-stedge hooks, registered ``trylast``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .corpus import Case
+    from .runner import StageRun
+    from .toolchain import Discovery, Install
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_stedge_discover_toolchains(config: pytest.Config, roots: list[Path]) -> Discovery:
+    """Search ``roots``, ``STEDGEAI_CORE_DIR`` and the usual install places."""
+    from .toolchain import discover
+
+    return discover(roots)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_stedge_run_stage(
+    config: pytest.Config,
+    case: Case,
+    stage: str,
+    install: Install,
+    workdir: Path,
+    timeout: float,
+    board_desc: str | None,
+) -> StageRun:
+    """Run the install's ``stedgeai`` and parse its output folder."""
+    from .runner import run_stage
+
+    return run_stage(case, stage, install, workdir, timeout=timeout, board_desc=board_desc)

@@ -1,0 +1,75 @@
+"""Hooks that let a conftest.py or a plugin replace how pytest-stedge finds and runs tools.
+
+Factory hooks are ``firstresult``: the first implementation returning something other
+than ``None`` wins, and the built-ins (:mod:`pytest_stedge.defaults`) are registered
+``trylast`` so a user's conftest comes first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .corpus import Case
+    from .runner import StageRun
+    from .toolchain import Discovery, Install
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_stedge_discover_toolchains(config: pytest.Config, roots: list[Path]) -> Discovery | None:
+    """Find the ``stedgeai`` installs of this machine.
+
+    Called once per process (on the controller under xdist; workers receive its answer).
+
+    :param roots: the ``--stedge-root`` folders and ini ``stedge_roots``.
+    :return: a :class:`pytest_stedge.toolchain.Discovery`, or None to let the next
+        implementation answer.
+
+    Example::
+
+        def pytest_stedge_discover_toolchains(config, roots):
+            from pytest_stedge.toolchain import discover
+            return discover(["/mnt/tools/stedgeai"], defaults=False)
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_stedge_run_stage(
+    config: pytest.Config,
+    case: Case,
+    stage: str,
+    install: Install,
+    workdir: Path,
+    timeout: float,
+    board_desc: str | None,
+) -> StageRun | None:
+    """Run one toolchain stage (``generate``, ``validate-host`` ...) of ``case``.
+
+    Called on the process that runs the item (a worker under xdist).
+
+    :return: a :class:`pytest_stedge.runner.StageRun`; raise
+        :class:`pytest_stedge.errors.ToolchainError` when the tool failed.
+
+    Example::
+
+        def pytest_stedge_run_stage(config, case, stage, install, workdir, timeout, board_desc):
+            if stage == "generate" and case.target == "stm32h7":
+                return my_cloud_generate(case, workdir)
+            return None
+    """
+
+
+@pytest.hookspec
+def pytest_stedge_result(config: pytest.Config, item: pytest.Item, result: dict[str, Any]) -> None:
+    """Update a stage's Result in place before it is checked and stored.
+
+    Called on the process that runs the item, for every stedge item.
+
+    Example::
+
+        def pytest_stedge_result(config, item, result):
+            result.setdefault("tags", []).append("nightly")
+    """

@@ -1,0 +1,198 @@
+"""pytest collection of the corpus: one item per (case, stage, toolchain version)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .corpus import Case, load_cases
+from .errors import CaseError, OracleError, ToolchainError
+from .expect import Miss, check, format_misses
+from .result import Result, flat_metrics, new_result
+from .state import StedgeState, get_state
+from .store import ItemRow
+
+
+class StedgeCheckFailure(Exception):
+    """An item's metrics missed their expectations (the message is the whole report)."""
+
+    def __init__(self, message: str, misses: list[Miss]) -> None:
+        super().__init__(message)
+        self.misses = misses
+
+
+class CaseFile(pytest.File):
+    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = get_state(self.config)
+        try:
+            cases = load_cases(self.path)
+        except CaseError as exc:
+            raise self.CollectError(str(exc)) from None
+        variants = len(cases) > 1 or cases[0].variant is not None
+        for case in cases:
+            prefix = case.variant if variants else None
+            if case.oracle:
+                name = f"oracle[{prefix}]" if prefix else "oracle"
+                yield StedgeItem.from_parent(self, name=name, case=case, stage="oracle", version=None)
+            for stage in case.stages:
+                if stage == "validate-target" and not state.boards:
+                    continue
+                for version in state.item_versions():
+                    param = f"{prefix}-{version}" if prefix else version
+                    yield StedgeItem.from_parent(
+                        self, name=f"{stage}[{param}]", case=case, stage=stage, version=version
+                    )
+
+
+class StedgeItem(pytest.Item):
+    """One stage of one case with one toolchain version (or the oracle, version None)."""
+
+    def __init__(
+        self, *, case: Case, stage: str, version: str | None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.stage = stage
+        self.version = version
+        self._row: ItemRow | None = None
+        self.add_marker("stedge")
+        for marker in case.markers:
+            self.config.addinivalue_line("markers", f"{marker}: corpus marker")
+            self.add_marker(marker)
+
+    # -- running -----------------------------------------------------------------
+
+    def runtest(self) -> None:
+        state = get_state(self.config)
+        started = time.perf_counter()
+        self._row = row = ItemRow(
+            nodeid=self.nodeid,
+            case_name=self.case.name,
+            stage=self.stage,
+            version=self.version,
+            outcome="running",
+            case={
+                "case_path": str(self.case.path),
+                "model_path": str(self.case.model),
+                "target": self.case.target,
+                "description": self.case.description,
+            },
+        )
+        row.model_sha256 = state.model_sha256(self.case)
+        row.options_hash = self.case.options_hash()
+        if self.stage == "oracle":
+            result = self._run_oracle(state)
+        else:
+            result = self._run_toolchain(state, row)
+        self.ihook.pytest_stedge_result(config=self.config, item=self, result=result)
+        metrics = flat_metrics(result)
+        row.result = result
+        row.metrics = metrics
+        row.duration_s = time.perf_counter() - started
+        misses = check(self.case.bounds_for(self.stage), metrics)
+        if misses:
+            title = f"{self.case.name} {self.name}"
+            raise StedgeCheckFailure(format_misses(title, misses), misses)
+
+    def _run_oracle(self, state: StedgeState) -> Result:
+        try:
+            report = state.oracle_report(self.case)
+        except OracleError as exc:
+            assert self._row is not None
+            self._row.result = new_result("oracle", diagnostics=[_diag("OracleError", str(exc))])
+            raise
+        return new_result(
+            "oracle",
+            stage="oracle",
+            target=self.case.target,
+            model={"name": self.case.model.stem, "file": self.case.model.name},
+            oracle=report,
+        )
+
+    def _run_toolchain(self, state: StedgeState, row: ItemRow) -> Result:
+        assert self.version is not None
+        recording = state.recording(self.version, self.case.name, self.stage)
+        install = state.install(self.version)
+        if install is None and recording is None:
+            pytest.skip(state.missing_reason(self.version, self.case.name))
+        if install is None:
+            assert recording is not None
+            result: Result = recording["result"]
+            row.recorded = True
+            if recording.get("model_sha256") and recording["model_sha256"] != row.model_sha256:
+                result.setdefault("diagnostics", []).append(
+                    _diag(
+                        "NotComparable",
+                        "the recording was made from a different model file than the corpus holds",
+                        level="warning",
+                    )
+                )
+        else:
+            workdir = state.item_workdir(self.case, self.stage, self.version)
+            try:
+                stage_run = self.ihook.pytest_stedge_run_stage(
+                    config=self.config,
+                    case=self.case,
+                    stage=self.stage,
+                    install=install,
+                    workdir=workdir,
+                    timeout=state.timeout(self.case),
+                    board_desc=state.board_desc(),
+                )
+            except ToolchainError as exc:
+                from .parsers import extract_diagnostics
+
+                row.result = new_result(
+                    _command(self.stage),
+                    stage=self.stage,
+                    diagnostics=extract_diagnostics(exc.output_tail)
+                    or [_diag("ToolchainError", str(exc).splitlines()[0])],
+                )
+                raise
+            result = stage_run.result
+            row.tool_seconds = stage_run.tool.seconds
+        self._attach_oracle(state, result)
+        return result
+
+    def _attach_oracle(self, state: StedgeState, result: Result) -> None:
+        """Put the oracle's figures beside the tool's (for activations_ratio)."""
+        if not self.case.oracle:
+            return
+        try:
+            report = state.oracle_report(self.case)
+        except OracleError as exc:
+            result.setdefault("diagnostics", []).append(
+                _diag("OracleError", str(exc), level="warning")
+            )
+            return
+        result["oracle"] = {
+            k: report[k] for k in ("lower_bound_bytes", "plan_bytes", "naive_bytes") if k in report
+        }
+
+    # -- reporting -----------------------------------------------------------------
+
+    def stedge_row(self) -> dict[str, Any] | None:
+        """The row this item hands to the controller (None if it never started)."""
+        return None if self._row is None else self._row.to_dict()
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        if isinstance(excinfo.value, (StedgeCheckFailure, ToolchainError, OracleError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        version = f" with stedgeai {self.version}" if self.version else ""
+        return self.path, None, f"{self.case.name}: {self.stage}{version}"
+
+
+def _command(stage: str) -> str:
+    return "validate" if stage.startswith("validate") else stage
+
+
+def _diag(kind: str, message: str, *, level: str = "error") -> dict[str, Any]:
+    return {"level": level, "code": None, "kind": kind, "message": message}

@@ -1,0 +1,80 @@
+"""Options, defined once and shared by the pytest plugin (``--stedge-x``) and ``stedge`` (``--x``).
+
+Help text follows pytest's rules: start with a capital; one phrase has no period.
+Every value is a plain string or number so that pytest-xdist can ship it to workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+AddOption = Callable[..., Any]
+
+
+def parse_timeout(text: str) -> float:
+    """``--stedge-timeout`` converter: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds (e.g. 600 or 0.5)"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the timeout must be positive")
+    return value
+
+
+def add_store_options(addoption: AddOption, prefix: str = "stedge-") -> None:
+    """The store location, for pytest (``--stedge-db``) and ``stedge`` (``--db``)."""
+    addoption(
+        f"--{prefix}db",
+        dest=f"{prefix.replace('-', '_')}db",
+        metavar="PATH",
+        default=None,
+        help="DuckDB results store. Default: ini stedge_db, else .stedge/results.duckdb",
+    )
+
+
+def add_run_options(addoption: AddOption) -> None:
+    """Options of a pytest run over the corpus."""
+    addoption(
+        "--stedge-version",
+        dest="stedge_version",
+        metavar="VERSION",
+        action="append",
+        default=[],
+        help="Run this stedgeai version (repeatable). Default: every install found",
+    )
+    addoption(
+        "--stedge-root",
+        dest="stedge_root",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="Look for stedgeai installs in DIR first (repeatable)",
+    )
+    addoption(
+        "--stedge-timeout",
+        dest="stedge_timeout",
+        metavar="SECONDS",
+        type=parse_timeout,
+        default=None,
+        help="Kill a stedgeai run after this many seconds. Default: ini stedge_timeout, else 600",
+    )
+    addoption(
+        "--stedge-workdir",
+        dest="stedge_workdir",
+        metavar="DIR",
+        default=None,
+        help="Folder for the tool's outputs, one sub-folder per item. Default: .stedge/work",
+    )
+
+
+def add_ini(addini: AddOption) -> None:
+    """ini keys; each falls back to its flag, and the flag wins."""
+    addini("stedge_db", "DuckDB results store (--stedge-db)", type="string", default="")
+    addini("stedge_timeout", "Seconds before a stedgeai run is killed", type="string", default="600")
+    addini("stedge_roots", "Folders holding stedgeai installs", type="paths", default=[])
+    addini("stedge_workdir", "Folder for the tool's outputs", type="string", default="")

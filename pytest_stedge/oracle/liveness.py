@@ -1,0 +1,215 @@
+"""Activation tensors as deployed, their lifetimes in execution order, and the bound.
+
+Each step is a compute node that runs on the target: folded Q/DQ nodes are not
+steps, and view operators (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
+Dropout) write into the buffer they read, as deployments do. A buffer is live
+from the step that writes it (graph inputs: step 0) to the last step that reads
+it (graph outputs: the last step), both inclusive, so the running node's inputs
+and outputs are counted together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .graph import DQ_OPS, Q_OPS, Graph, QdqInfo, elem_bytes, is_compute
+
+VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+
+
+@dataclass
+class Buffer:
+    """One activation buffer: a tensor and the tensors that alias it."""
+
+    name: str
+    size: int | None  # bytes as deployed; None when the shape is unresolved
+    start: int
+    end: int
+    members: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Step:
+    """A node that runs on the target, with the buffers it reads and writes."""
+
+    node: str
+    op_type: str
+    reads: list[str]
+    writes: list[str]
+
+
+@dataclass
+class Liveness:
+    """Buffers, steps and the liveness figures of one model."""
+
+    buffers: list[Buffer]
+    steps: list[Step]
+    lower_bound: int
+    peak_step: int
+    peak: list[str]
+    naive: int
+    unresolved: list[str]
+
+    def resolved(self) -> list[Buffer]:
+        """Buffers with a known size."""
+        return [b for b in self.buffers if b.size is not None]
+
+
+class _Aliases:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        root = name
+        while root in self.parent:
+            root = self.parent[root]
+        while name != root:  # path compression keeps long chains linear
+            nxt = self.parent[name]
+            self.parent[name] = root
+            name = nxt
+        return root
+
+    def union(self, child: str, root: str) -> None:
+        a, b = self.find(child), self.find(root)
+        if a != b:
+            self.parent[a] = b
+
+
+def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
+    """Build the deployed buffers and steps of ``graph`` and compute the bound."""
+    nodes = graph.nodes
+    const = graph.constants
+    aliases = _Aliases()
+    dtype_of: dict[str, int] = {}
+    steps: list[Step] = []
+
+    def is_act(name: str) -> bool:
+        return bool(name) and name not in const
+
+    for node in nodes:
+        if not is_compute(graph, node):
+            continue
+        op = node.op_type
+        if op in DQ_OPS and is_act(node.inputs[0]):
+            out = node.outputs[0]
+            users = graph.consumers.get(out, [])
+            if out not in graph.outputs and users and all(u in qdq.quantized for u in users):
+                aliases.union(out, node.inputs[0])
+                continue
+        if op in Q_OPS and is_act(node.inputs[0]):
+            src = node.inputs[0]
+            prod = graph.producer.get(src)
+            if prod is not None and prod in qdq.quantized:
+                # The int8 operator writes the quantized tensor directly.
+                dtype_of[aliases.find(src)] = graph.info(node.outputs[0]).dtype
+                aliases.union(node.outputs[0], src)
+                continue
+        reads: list[str] = []
+        for name in node.inputs:
+            if not is_act(name):
+                continue
+            prod = graph.producer.get(name)
+            if (
+                node.index in qdq.quantized
+                and prod is not None
+                and nodes[prod].op_type in DQ_OPS
+                and is_act(nodes[prod].inputs[0])
+            ):
+                name = nodes[prod].inputs[0]  # an int8 operator reads the int8 tensor
+            reads.append(name)
+        # Optional outputs nobody reads (Dropout masks, pooling indices) are not computed.
+        writes = [
+            o
+            for k, o in enumerate(node.outputs)
+            if o and (k == 0 or graph.consumers.get(o) or o in graph.outputs)
+        ]
+        if op in VIEW_OPS and reads and writes:
+            aliases.union(writes[0], reads[0])
+        steps.append(Step(node.name, op, reads, writes))
+
+    nsteps = max(len(steps), 1)
+    groups: dict[str, list[str]] = {}
+    order: list[str] = []
+
+    def member(name: str) -> None:
+        root = aliases.find(name)
+        if root not in groups:
+            groups[root] = []
+            order.append(root)
+        if name not in groups[root]:
+            groups[root].append(name)
+
+    for name in graph.inputs:
+        member(name)
+    for step in steps:
+        for name in step.reads + step.writes:
+            member(name)
+    for name in graph.outputs:
+        if is_act(name):
+            member(name)
+
+    start: dict[str, int] = {}
+    end: dict[str, int] = {}
+    for name in graph.inputs:
+        root = aliases.find(name)
+        start[root] = 0
+    for k, step in enumerate(steps):
+        for name in step.writes:
+            root = aliases.find(name)
+            start.setdefault(root, k)
+            end[root] = max(end.get(root, k), k)
+        for name in step.reads:
+            root = aliases.find(name)
+            start.setdefault(root, k)
+            end[root] = max(end.get(root, k), k)
+    for name in graph.outputs:
+        if is_act(name):
+            root = aliases.find(name)
+            start.setdefault(root, 0)
+            end[root] = nsteps - 1
+    for root in order:
+        end.setdefault(root, start.get(root, 0))
+
+    buffers: list[Buffer] = []
+    unresolved: list[str] = []
+    for root in order:
+        size = _size(graph, groups[root], dtype_of.get(root))
+        if size is None:
+            unresolved.extend(groups[root])
+        buffers.append(Buffer(root, size, start.get(root, 0), end[root], groups[root]))
+
+    lower, peak_step = _bound(buffers, nsteps)
+    peak = [b.name for b in buffers if b.size is not None and b.start <= peak_step <= b.end]
+    naive = sum(b.size for b in buffers if b.size is not None)
+    return Liveness(buffers, steps, lower, peak_step, peak, naive, unresolved)
+
+
+def _size(graph: Graph, names: list[str], dtype: int | None) -> int | None:
+    """Bytes of an alias group: its largest member, in the quantized type if folded."""
+    counts = [graph.info(n).elements for n in names]
+    if dtype:
+        known = [c for c in counts if c is not None]
+        width = elem_bytes(dtype)
+        return max(known) * width if known and width is not None else None
+    sizes = [
+        c * w
+        for c, w in ((c, elem_bytes(graph.info(n).dtype)) for n, c in zip(names, counts))
+        if c is not None and w is not None
+    ]
+    return max(sizes) if sizes else None
+
+
+def _bound(buffers: list[Buffer], nsteps: int) -> tuple[int, int]:
+    """Largest sum of live sizes over steps (difference array, linear time)."""
+    delta = [0] * (nsteps + 1)
+    for b in buffers:
+        if b.size is None:
+            continue
+        delta[b.start] += b.size
+        delta[b.end + 1] -= b.size
+    best, best_step, live = 0, 0, 0
+    for k in range(nsteps):
+        live += delta[k]
+        if live > best:
+            best, best_step = live, k
+    return best, best_step

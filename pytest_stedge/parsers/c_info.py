@@ -1,0 +1,327 @@
+"""``<name>_c_info.json`` (schema 2.0, 9.0 -> 4.0) and the raw ATONN ``c_info.json``.
+
+MCU files have one graph node per C layer; Neural-ART (STM32N6 NPU) files have one
+top-level node per epoch (``epoch_<n>``, mapping ``NODE_HW|EC|SW|SW_HW|NO_X``) whose
+``subgraph_nodes`` are the operators.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_stedge.errors import ReportParseError
+from pytest_stedge.parsers.common import decode_text, split_tool_version, version_warning
+from pytest_stedge.result import Result, new_result
+
+_KIND = {
+    "NODE_HW": "hw",
+    "NODE_EC": "ec",
+    "NODE_SW": "sw",
+    "NODE_SW_HW": "hybrid",
+}
+# Operator types that are bookkeeping, not computation: epochs holding only these are
+# the pseudo-epochs the reports do not count (epoch_0 of parameters, trailing Return).
+_PSEUDO_OPS = {"Param", "Return"}
+_EPOCH_NAME = re.compile(r"epoch_(\d+)$")
+_METRIC_KEYS = ("acc", "rmse", "mae", "l2r", "mean", "std", "snr", "nse", "cos")
+
+
+def load_json(path: Path, data: bytes) -> Any:
+    """Parse JSON, naming the file and line on failure (truncated or corrupt files)."""
+    text = decode_text(path, data)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportParseError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from exc
+    except RecursionError as exc:
+        raise ReportParseError(path, "invalid JSON: nested too deeply") from exc
+
+
+def is_c_info(doc: Any) -> bool:
+    """Whether a parsed JSON document is a c_info file."""
+    return isinstance(doc, dict) and "json_schema_version" in doc
+
+
+def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
+    """Turn a parsed c_info document into a Result."""
+    schema = doc.get("json_schema_version")
+    diagnostics: list[dict[str, Any]] = []
+    if str(schema) != "2.0":
+        diagnostics.append(
+            {
+                "level": "warning",
+                "code": "unknown-schema",
+                "kind": "UnknownSchema",
+                "message": f"{path.name}: c_info json_schema_version {schema!r}, expected '2.0'",
+            }
+        )
+    result = new_result("unknown")
+    env = _dict(doc.get("environment"))
+    tools = [t for t in _list(env.get("tools")) if isinstance(t, dict)]
+    core = next((t for t in tools if "EdgeAI" in str(t.get("name", ""))), tools[0] if tools else None)
+    tool: dict[str, Any] = {}
+    if core is not None:
+        tool.update(split_tool_version(str(core.get("version", ""))))
+        args = str(core.get("arguments", "")).split()
+        if args and args[0] in ("analyze", "generate", "validate"):
+            result["command"] = args[0]
+        target = _option(args, "--target") or _option(args, "--series")
+        if target:
+            result["target"] = target.lower()
+        model = _model(core)
+        if model:
+            result["model"] = model
+    compiler = next((t for t in tools if "ATONN" in str(t.get("name", "")).upper()), None)
+    if compiler is not None and compiler.get("version"):
+        tool["compiler"] = str(compiler["version"]).split()[0]
+    if tool:
+        result["tool"] = tool
+    warning = version_warning(tool.get("version"))
+    if warning:
+        diagnostics.append(warning)
+    if "target" not in result and env.get("target"):
+        result["target"] = str(env["target"]).lower()
+
+    memory = _memory(doc)
+    nodes = _nodes(doc)
+    epochs = _epochs(nodes)
+    if epochs is not None:
+        result["neural_art"] = True
+        result["epochs"] = epochs
+        result["software_ops"] = _software_ops(epochs)
+        if "target" not in result:
+            result["target"] = "stm32n6"
+    elif nodes:
+        macc = sum(n["macc"] for n in nodes if isinstance(n.get("macc"), int) and not isinstance(n["macc"], bool))
+        if any("macc" in n for n in nodes):
+            result["macc"] = macc
+    if memory:
+        result["memory"] = memory
+    validation = _validation(doc, env)
+    if validation:
+        result["validation"] = validation
+        result.setdefault("command", "validate")
+    if result.get("command") == "unknown":
+        result["command"] = "validate" if validation else "generate"
+    if diagnostics:
+        result["diagnostics"] = diagnostics
+    result["sources"] = [str(path)]
+    return result
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _option(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _model(core: dict[str, Any]) -> dict[str, Any]:
+    src = _dict(core.get("input_model"))
+    model: dict[str, Any] = {}
+    if src.get("name"):
+        model["name"] = str(src["name"])
+    files = [f for f in _list(src.get("model_files")) if isinstance(f, dict)]
+    if files:
+        if files[0].get("name"):
+            model["file"] = str(files[0]["name"])
+        if files[0].get("signature"):
+            model["hash"] = str(files[0]["signature"])
+    if src.get("type"):
+        model["type"] = str(src["type"])
+    params = _int(src.get("n_params"))
+    if params:
+        model["params"] = params
+    return model
+
+
+def _memory(doc: dict[str, Any]) -> dict[str, Any]:
+    memory: dict[str, Any] = {}
+    footprint = _dict(doc.get("memory_footprint"))
+    for src, dst in (("weights", "weights_bytes"), ("activations", "activations_bytes")):
+        value = _int(footprint.get(src))
+        if value is not None:
+            memory[dst] = value
+    io = _list(footprint.get("io"))
+    if len(io) == 2 and all(_int(v) is not None for v in io):
+        memory["io_bytes"] = [_int(io[0]), _int(io[1])]
+    pools = _pools(doc)
+    if pools:
+        memory["pools"] = pools
+    return memory
+
+
+def _pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    params_by_pool: dict[Any, int] = {}
+    for buf in _list(doc.get("buffers")):
+        if isinstance(buf, dict) and buf.get("is_param") is True:
+            size = _int(buf.get("size_bytes")) or 0
+            params_by_pool[buf.get("mpool_id")] = params_by_pool.get(buf.get("mpool_id"), 0) + size
+    pools = []
+    for pool in _list(doc.get("memory_pools")):
+        if not isinstance(pool, dict):
+            continue
+        # Aggregates of other pools (N6 "cpuRAM2_npuRAM3_...") would count bytes twice.
+        if _list(pool.get("subpools")):
+            continue
+        entry: dict[str, Any] = {"name": str(pool.get("name", pool.get("id", "")))}
+        size = _int(pool.get("size_bytes"))
+        if size is not None and size >= 0:
+            entry["size_bytes"] = size
+        used = _int(pool.get("used_size_bytes"))
+        if used is not None:
+            entry["used_bytes"] = used
+            weights = params_by_pool.get(pool.get("id"))
+            if weights is None and doc.get("buffers") is not None:
+                weights = 0
+            if weights is not None:
+                weights = min(weights, used)
+                entry["weights_bytes"] = weights
+                entry["activations_bytes"] = used - weights
+        pools.append(entry)
+    return pools
+
+
+def _nodes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    graphs = _list(doc.get("graphs"))
+    if not graphs or not isinstance(graphs[0], dict):
+        return []
+    return [n for n in _list(graphs[0].get("nodes")) if isinstance(n, dict)]
+
+
+def op_type(node: dict[str, Any]) -> str:
+    """Operator type of a node: ``type`` (3.0+) or ``description: 'Node kind=X'`` (<= 2.2)."""
+    kind = node.get("type")
+    if isinstance(kind, str) and kind:
+        return kind
+    desc = str(node.get("description", ""))
+    if desc.startswith("Node kind="):
+        return desc[len("Node kind=") :]
+    return desc
+
+
+def _epochs(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not nodes or not any(_EPOCH_NAME.match(str(n.get("name", ""))) for n in nodes):
+        return None
+    listing = []
+    counts = {"hw": 0, "ec": 0, "sw": 0, "hybrid": 0}
+    for node in nodes:
+        match = _EPOCH_NAME.match(str(node.get("name", "")))
+        kind = _KIND.get(str(node.get("mapping", "")))
+        if not match or kind is None:
+            continue  # NODE_NO_X and unnamed nodes are not executed epochs
+        subs = [s for s in _list(node.get("subgraph_nodes")) if isinstance(s, dict)]
+        types = [op_type(s) for s in subs]
+        if types and all(t in _PSEUDO_OPS for t in types):
+            continue
+        if kind in ("sw", "hybrid"):
+            ops = [op_type(s) for s in subs if "SW" in str(s.get("mapping", "")) and op_type(s) not in _PSEUDO_OPS]
+        else:
+            ops = [t for t in types if t not in _PSEUDO_OPS]
+        counts[kind] += 1
+        listing.append({"id": int(match.group(1)), "kind": kind, "ops": _unique(ops)})
+    return {"total": len(listing), **counts, "list": listing}
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item:
+            seen.setdefault(item, None)
+    return list(seen)
+
+
+def _software_ops(epochs: dict[str, Any]) -> list[str]:
+    ops: list[str] = []
+    for epoch in epochs["list"]:
+        if epoch["kind"] in ("sw", "hybrid"):
+            ops.extend(epoch["ops"])
+    return sorted(set(ops))
+
+
+def metric_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Normalise a ``val_metrics`` entry (c_info or report.json): ``'n.a.'`` -> absent, ``'98%'`` -> 98.0."""
+    out: dict[str, Any] = {}
+    for key in _METRIC_KEYS:
+        value = row.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            out[key] = float(value)
+        elif isinstance(value, str):
+            text = value.strip().rstrip("%")
+            try:
+                out[key] = float(text)
+            except ValueError:
+                continue
+    return out
+
+
+def validation_from_metrics(rows: list[Any]) -> dict[str, Any]:
+    """Split ``val_metrics`` rows: X-cross rows (C-model vs reference) become ``outputs``."""
+    parsed = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        desc = str(row.get("desc", ""))
+        entry = {"desc": desc, **metric_row(row)}
+        if row.get("ts_name"):
+            entry["name"] = str(row["ts_name"])
+        parsed.append(entry)
+    if not parsed:
+        return {}
+    outputs = [_output(r) for r in parsed if r["desc"].lower().startswith("x-cross")]
+    if not outputs:
+        # Older runs without reference outputs list only the C-model rows.
+        outputs = [_output(r) for r in parsed if "c-model" in r["desc"].lower()]
+    return {"outputs": outputs, "rows": parsed}
+
+
+def _output(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in row.items() if k in _METRIC_KEYS}
+    match = re.search(r"#(\d+)", row["desc"])
+    out["name"] = row.get("name") or (f"output_{match.group(1)}" if match else row["desc"])
+    return out
+
+
+def _validation(doc: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    val = _dict(doc.get("validation"))
+    validation = validation_from_metrics(_list(val.get("val_metrics")))
+    if not validation:
+        return {}
+    device = env.get("device")
+    if device:
+        validation["device"] = str(device)
+        validation["mode"] = "host" if "x86" in str(device).lower() or "host" in str(device).lower() else "target"
+    graphs = _list(doc.get("graphs"))
+    exec_time = _dict(graphs[0].get("exec_time")) if graphs and isinstance(graphs[0], dict) else {}
+    duration = exec_time.get("duration_ms")
+    if not isinstance(duration, (int, float)) or isinstance(duration, bool):
+        aton = [a for a in _list(doc.get("aton_execution_time")) if isinstance(a, dict)]
+        values = [a.get("duration_ms") for a in aton]
+        if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            duration = sum(values)  # one entry per epoch block; their sum is the inference
+        else:
+            duration = None
+    if duration is not None:
+        validation["duration_ms"] = float(duration)
+    return validation

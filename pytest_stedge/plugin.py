@@ -1,0 +1,113 @@
+"""The pytest plugin: options, collection of ``case.toml`` files, hooks.
+
+Loaded into every pytest run of the environment, so it stays inert (no discovery,
+no store) unless the session collects corpus cases or is given a ``--stedge-*``
+run option.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .options import add_ini, add_run_options, add_store_options
+
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stedge", "embedded compiler regression testing (pytest-stedge)")
+    add_run_options(group.addoption)
+    add_store_options(group.addoption)
+    add_ini(parser.addini)
+    parser.addini(
+        "stedge_db_wait", "Seconds to wait for a store held by another session", default="5"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from . import defaults
+
+    config.pluginmanager.register(defaults, "stedge-defaults")
+    config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
+    if _is_stedge_run(config):
+        # A malformed case.toml is a collection error, and the other cases still run.
+        config.option.continue_on_collection_errors = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if _is_stedge_run(config) and not hasattr(config, "workerinput"):
+        from .state import get_state
+
+        get_state(config)  # discovery, store and version checks fail here, before any run
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name == "case.toml":
+        from .items import CaseFile
+
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    from .items import StedgeCheckFailure, StedgeItem
+
+    if isinstance(item, StedgeItem) and (report.when == "call" or not report.passed):
+        row = item.stedge_row()
+        if row is not None:
+            report.stedge = row  # type: ignore[attr-defined]  # travels to the xdist controller
+            if call.excinfo is not None and isinstance(call.excinfo.value, StedgeCheckFailure):
+                from .expect import summarize_miss
+
+                report.stedge_misses = [  # type: ignore[attr-defined]
+                    summarize_miss(m) for m in call.excinfo.value.misses
+                ]
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    data = getattr(report, "stedge", None)
+    if data and data.get("recorded") and report.when == "call":
+        if report.passed:
+            return "passed", "R", ("PASSED (recorded)", {"green": True})
+        if report.failed:
+            return "failed", "F", ("FAILED (recorded)", {"red": True})
+    return None
+
+
+def _is_stedge_run(config: pytest.Config) -> bool:
+    """Whether this session runs corpus cases (then the plugin switches on)."""
+    if any(config.getoption(name) for name in ("stedge_version", "stedge_root", "stedge_db")):
+        return True
+    args = config.args or []
+    base = config.invocation_params.dir
+    return any(_holds_case(base / arg.split("::")[0]) for arg in args)
+
+
+def _holds_case(path: Path) -> bool:
+    if path.name == "case.toml":
+        return True
+    if not path.is_dir():
+        return False
+    for root, dirs, files in os.walk(path):
+        if "case.toml" in files:
+            return True
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+    return False

@@ -1,0 +1,174 @@
+"""Run one stage of one case with one install, and turn its outputs into a Result."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .corpus import Case
+from .errors import ReportParseError, ToolchainError
+from .result import Result
+from .toolchain import Install, ToolRun, run_tool, tail
+
+_STAGE_COMMAND = {
+    "generate": "generate",
+    "analyze": "analyze",
+    "validate-host": "validate",
+    "validate-target": "validate",
+}
+_JSON_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+
+
+@dataclass
+class StageRun:
+    """What running a stage produced: the Result and how the tool run went."""
+
+    result: Result
+    tool: ToolRun
+
+
+def build_argv(
+    case: Case,
+    stage: str,
+    install: Install,
+    workdir: Path,
+    *,
+    board_desc: str | None = None,
+) -> list[str]:
+    """The ``stedgeai`` command line of ``stage`` for ``case``, outputs under ``workdir``."""
+    command = _STAGE_COMMAND[stage]
+    argv = [
+        str(install.executable),
+        command,
+        "--model",
+        str(case.model),
+        "--target",
+        case.target,
+        "--name",
+        case.c_name,
+        "--output",
+        str(workdir / "st_ai_output"),
+        "--workspace",
+        str(workdir / "st_ai_ws"),
+    ]
+    if case.neural_art is not None:
+        argv += ["--st-neural-art", neural_art_argument(case, workdir)]
+    if case.memory_pool is not None:
+        argv += ["--memory-pool", str(case.memory_pool)]
+    if stage == "validate-host":
+        argv += ["--mode", "host"]
+    elif stage == "validate-target":
+        if not board_desc:
+            raise ToolchainError(argv, reason="validate-target needs a board (--stedge-board)")
+        argv += ["--mode", "target", "--desc", board_desc]
+    argv += list(case.options)
+    return argv
+
+
+def neural_art_argument(case: Case, workdir: Path) -> str:
+    """``PROFILE[@FILE]`` for ``--st-neural-art``.
+
+    When the case overrides the profile's mpool, a copy of the profile file pointing at
+    the case's mpool is written into the item's own folder, so the corpus is never edited.
+    """
+    art = case.neural_art
+    assert art is not None
+    if art.file is None:
+        return art.profile
+    if art.mpool is None:
+        return f"{art.profile}@{art.file}"
+    profiles = load_loose_json(art.file)
+    chosen = (profiles.get("Profiles") or {}).get(art.profile)
+    if not isinstance(chosen, dict):
+        known = ", ".join(sorted(profiles.get("Profiles") or {})) or "none"
+        raise ToolchainError(
+            [], reason=f"{art.file}: no profile {art.profile!r} in [Profiles]; found: {known}"
+        )
+    chosen = dict(chosen)
+    chosen["memory_pool"] = str(art.mpool)
+    workdir.mkdir(parents=True, exist_ok=True)
+    derived = workdir / "neural_art.json"
+    derived.write_text(
+        json.dumps({"Globals": profiles.get("Globals", {}), "Profiles": {art.profile: chosen}}, indent=2),
+        encoding="utf-8",
+    )
+    return f"{art.profile}@{derived}"
+
+
+def load_loose_json(path: Path) -> dict[str, Any]:
+    """Read a Neural-ART profile file: JSON with ``//`` comments and trailing commas, as ST's
+    tools accept."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    text = _TRAILING_COMMA_RE.sub(r"\1", _JSON_COMMENT_RE.sub("", text))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportParseError(path, f"not a Neural-ART profile file: {exc.msg}", exc.lineno) from None
+    if not isinstance(data, dict):
+        raise ReportParseError(path, "not a Neural-ART profile file: expected a JSON object")
+    return data
+
+
+def run_stage(
+    case: Case,
+    stage: str,
+    install: Install,
+    workdir: Path,
+    *,
+    timeout: float,
+    board_desc: str | None = None,
+    env: dict[str, str] | None = None,
+) -> StageRun:
+    """Run ``stage`` and parse what the tool wrote.
+
+    Raises :class:`ToolchainError` (with the command line, the exit status and the last
+    lines of output) when the tool fails, hangs, or writes nothing readable.
+    """
+    from .parsers import extract_diagnostics, parse_path
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = build_argv(case, stage, install, workdir, board_desc=board_desc)
+    run = run_tool(argv, cwd=workdir, timeout=timeout, env=env)
+    diagnostics = extract_diagnostics(run.output)
+    if run.returncode != 0:
+        errors = [d for d in diagnostics if d.get("level") == "error"]
+        raise ToolchainError(
+            argv,
+            returncode=run.returncode,
+            output_tail=tail(run.output),
+            reason=errors[0]["message"] if errors else None,
+        )
+    output_dir = workdir / "st_ai_output"
+    try:
+        result = parse_path(output_dir)
+    except ReportParseError as exc:
+        raise ToolchainError(
+            argv,
+            returncode=run.returncode,
+            output_tail=tail(run.output),
+            reason=f"unreadable output: {exc}",
+        ) from None
+    known = {(d.get("code"), d.get("message")) for d in result.get("diagnostics", [])}
+    result.setdefault("diagnostics", []).extend(
+        d for d in diagnostics if (d.get("code"), d.get("message")) not in known
+    )
+    tool = result.setdefault("tool", {})
+    tool.setdefault("version", install.version)
+    tool.setdefault("build", install.build)
+    if install.revision:
+        tool.setdefault("revision", install.revision)
+    if tool.get("version") != install.version:
+        result["diagnostics"].append(
+            {
+                "level": "warning",
+                "code": None,
+                "kind": "VersionMismatch",
+                "message": f"outputs say version {tool.get('version')}, install says {install.version}",
+            }
+        )
+    result["stage"] = stage
+    return StageRun(result=result, tool=run)

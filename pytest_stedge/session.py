@@ -1,0 +1,196 @@
+"""The controller side of a session: discovery, the store, and the terminal summary.
+
+Only this process opens the store. Items (here or on xdist workers) attach their row
+to the test report; the controller writes each row as its report arrives, so an
+interrupted session keeps every item that finished.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .errors import StoreError
+from .state import WORKERINPUT_KEY, StedgeState, get_state
+from .store import DEFAULT_PATH, ItemRow, Store
+
+controller_key = pytest.StashKey["StedgeController"]()
+
+
+def store_path(config: pytest.Config) -> Path:
+    """Where this session's store lives: --stedge-db, ini stedge_db, or the default."""
+    option = config.getoption("stedge_db")
+    if option:
+        return Path(option).resolve()
+    ini = config.getini("stedge_db")
+    if ini:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return (base / str(ini)).resolve()
+    return (config.rootpath / DEFAULT_PATH).resolve()
+
+
+def setup_controller(config: pytest.Config, state: StedgeState) -> None:
+    """Find installs, open the store, start a run; raise UsageError on bad requests."""
+    roots = [Path(r) for r in config.getoption("stedge_root") or []]
+    roots += [Path(p) for p in config.getini("stedge_roots") or []]
+    discovery = config.hook.pytest_stedge_discover_toolchains(config=config, roots=roots)
+    controller = StedgeController(config, state)
+    config.stash[controller_key] = controller
+    config.pluginmanager.register(controller, "stedge-controller")
+    try:
+        controller.open_store()
+    except StoreError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    recordings: list[dict[str, Any]] = []
+    if controller.store is not None:
+        recordings = controller.store.recordings()
+    state.setup(discovery, recordings, controller.run_id)
+    if controller.store is not None and controller.run_id is not None:
+        controller.store.set_run_versions(controller.run_id, state.versions)
+
+
+@dataclass
+class _Summary:
+    rows: list[ItemRow] = field(default_factory=list)
+    failures: dict[str, list[str]] = field(default_factory=dict)
+
+
+class StedgeController:
+    """Registered on the controller only: writes rows and prints the summary."""
+
+    def __init__(self, config: pytest.Config, state: StedgeState) -> None:
+        self.config = config
+        self.state = state
+        self.store: Store | None = None
+        self.run_id: int | None = None
+        self.path = store_path(config)
+        self.summary = _Summary()
+        self.write_errors: list[str] = []
+
+    def open_store(self) -> None:
+        """Open the store and record the run as running."""
+        wait = float(self.config.getini("stedge_db_wait") or 5)
+        self.store = Store.open(self.path, wait_s=wait)
+        self.run_id = self.store.begin_run(
+            argv=sys.argv,
+            versions=self.state.requested,
+            baseline=_option(self.config, "stedge_baseline"),
+        )
+
+    # -- xdist -----------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = self.state.to_workerinput()
+
+    # -- reports ---------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "stedge", None)
+        if not data:
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            row = ItemRow.from_dict(data)
+            row.outcome = _outcome(report)
+            if not report.passed:
+                row.message = _message(report)
+            self._record(row, report)
+
+    def _record(self, row: ItemRow, report: pytest.TestReport) -> None:
+        self.summary.rows.append(row)
+        if row.outcome in ("failed", "error"):
+            misses = getattr(report, "stedge_misses", None) or []
+            self.summary.failures[row.nodeid] = misses or [
+                (row.message or "failed").strip().splitlines()[0][:200]
+            ]
+        if self.store is None or self.run_id is None:
+            return
+        try:
+            self.store.add_items(self.run_id, [row])
+        except Exception as exc:  # the session goes on; the summary says what was lost
+            self.write_errors.append(f"{row.nodeid}: {exc}")
+
+    # -- end of session ----------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.store is None or self.run_id is None:
+            return
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            status = "interrupted"
+        elif exitstatus == pytest.ExitCode.OK:
+            status = "passed"
+        elif exitstatus == pytest.ExitCode.TESTS_FAILED:
+            status = "failed"
+        else:
+            status = "error"
+        self.store.finish_run(self.run_id, status=status, exitstatus=int(exitstatus))
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        write = terminalreporter.write_line
+        rows = self.summary.rows
+        if not rows and self.run_id is None:
+            return
+        terminalreporter.section("stedge summary")
+        by_case: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for row in rows:
+            bucket = {"xfailed": "skipped", "error": "failed", "xpassed": "passed"}.get(
+                row.outcome, row.outcome
+            )
+            by_case[row.case_name][bucket] += 1
+        if by_case:
+            width = max(len("case"), *(len(c) for c in by_case))
+            write(f"{'case'.ljust(width)}  passed  failed  skipped")
+            for case in sorted(by_case):
+                counts = by_case[case]
+                write(
+                    f"{case.ljust(width)}  {counts['passed']:>6}  {counts['failed']:>6}  "
+                    f"{counts['skipped']:>7}"
+                )
+        if self.summary.failures:
+            write("")
+            write("failed items:")
+            for nodeid, lines in self.summary.failures.items():
+                write(f"  {nodeid}")
+                for line in lines:
+                    write(f"      {line}")
+        recorded = sum(1 for r in rows if r.recorded)
+        if recorded:
+            write(f"{recorded} item(s) replayed from recorded runs")
+        for error in self.write_errors:
+            write(f"NOT STORED: {error}", red=True)
+        if self.run_id is not None:
+            write(f"stored as run {self.run_id} in {self.path}")
+
+
+def _outcome(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.when == "setup" and report.failed:
+        return "error"
+    return report.outcome
+
+
+def _message(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    return report.longreprtext
+
+
+def _option(config: pytest.Config, name: str) -> Any:
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
+
+
+__all__ = ["StedgeController", "get_state", "setup_controller", "store_path"]

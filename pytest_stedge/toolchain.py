@@ -1,0 +1,318 @@
+"""Find ``stedgeai`` installs and run them (argv lists, a timeout, the tail of the output).
+
+Discovery order (DESIGN.md §5): ``--stedge-root DIR`` (repeatable), ``STEDGEAI_CORE_DIR``,
+then the usual install places. A root may be one install (``<root>/Utilities/<os>/stedgeai``)
+or a folder of installs side by side (``/opt/ST/STEdgeAI/3.0``, ``.../4.0``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import ToolchainError, ToolchainNotFound
+
+TAIL_LINES = 40
+VERSION_TIMEOUT_S = 60.0
+EXECUTABLE_NAMES = ("stedgeai", "stedgeai.exe", "stm32ai", "stm32ai.exe")
+
+_BANNER_RE = re.compile(
+    r"ST ?Edge ?AI Core v(?P<version>\d+\.\d+\.\d+)-(?P<build>\S+)(?: (?P<revision>[0-9a-f]{6,}))?",
+    re.IGNORECASE,
+)
+_OLD_BANNER_RE = re.compile(r"\((?:STM\.ai|stm\.ai|AI tools) v(?P<version>\d+\.\d+\.\d+)(?:-(?P<build>[\w.]+))?")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclass(frozen=True)
+class Install:
+    """One ``stedgeai`` install found on this machine."""
+
+    version: str
+    build: str
+    revision: str
+    root: Path
+    executable: Path
+    components: tuple[str, ...] = field(default=())
+    found_by: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-serialisable form (for xdist workers and ``stedge toolchains --json``)."""
+        data = asdict(self)
+        data["root"] = str(self.root)
+        data["executable"] = str(self.executable)
+        data["components"] = list(self.components)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Install:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            version=str(data["version"]),
+            build=str(data["build"]),
+            revision=str(data.get("revision", "")),
+            root=Path(str(data["root"])),
+            executable=Path(str(data["executable"])),
+            components=tuple(str(c) for c in data.get("components", ()) or ()),  # type: ignore[union-attr]
+            found_by=str(data.get("found_by", "")),
+        )
+
+
+@dataclass
+class Discovery:
+    """What discovery found and every place it looked (for error messages)."""
+
+    installs: list[Install]
+    searched: list[str]
+    problems: list[str]
+
+    def describe_search(self) -> str:
+        """Human-readable list of the places searched."""
+        return "; ".join(self.searched) if self.searched else "nowhere"
+
+    def pick(self, versions: Sequence[str]) -> list[Install]:
+        """The installs for ``versions``; raise :class:`ToolchainNotFound` listing what exists."""
+        by_version = {i.version: i for i in self.installs}
+        missing = [v for v in versions if v not in by_version]
+        if missing:
+            found = (
+                ", ".join(f"{i.version} ({i.root})" for i in self.installs) or "no install at all"
+            )
+            raise ToolchainNotFound(
+                f"stedgeai {', '.join(missing)} not installed. Found: {found}. "
+                f"Looked in: {self.describe_search()}. "
+                "Point to an install with --stedge-root DIR or STEDGEAI_CORE_DIR, "
+                "or replay a recording (stedge ingest)."
+            )
+        return [by_version[v] for v in versions]
+
+
+def os_folder() -> str:
+    """The ``Utilities/<os>`` folder name of this platform."""
+    if sys.platform.startswith("win"):
+        return "windows"
+    if sys.platform == "darwin":
+        import platform
+
+        return "macarm" if platform.machine() == "arm64" else "mac"
+    return "linux"
+
+
+def default_roots(env: dict[str, str] | None = None) -> list[tuple[Path, str]]:
+    """The usual install places, with the reason each is searched."""
+    env = dict(os.environ) if env is None else env
+    roots: list[tuple[Path, str]] = []
+    if env.get("STEDGEAI_CORE_DIR"):
+        roots.append((Path(env["STEDGEAI_CORE_DIR"]), "STEDGEAI_CORE_DIR"))
+    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    roots += [
+        (Path("/opt/ST/STEdgeAI"), "usual place"),
+        (Path("C:/ST/STEdgeAI"), "usual place"),
+        (home / "STM32Cube/Repository/Packs/STMicroelectronics/X-CUBE-AI", "X-CUBE-AI packs"),
+    ]
+    return roots
+
+
+def _executables_under(root: Path) -> Iterable[Path]:
+    """Executables of the install at ``root`` or of installs one level below it."""
+    for base in (root, *sorted(p for p in _safe_iterdir(root) if p.is_dir())):
+        utilities = base / "Utilities"
+        for os_dir in (os_folder(), "linux", "windows", "mac", "macarm"):
+            for name in EXECUTABLE_NAMES:
+                exe = utilities / os_dir / name
+                if exe.is_file() and os.access(exe, os.X_OK):
+                    yield exe
+                    break
+            else:
+                continue
+            break
+
+
+def _safe_iterdir(path: Path) -> list[Path]:
+    try:
+        return list(path.iterdir())
+    except OSError:
+        return []
+
+
+def parse_banner(text: str) -> dict[str, str] | None:
+    """Version, build and revision from ``stedgeai --version`` or a report's first lines."""
+    text = _ANSI_RE.sub("", text)
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        match = _BANNER_RE.search(line) or _OLD_BANNER_RE.search(line)
+        if match:
+            return {
+                "version": match.group("version"),
+                "build": match.group("build") or "",
+                "revision": (match.groupdict().get("revision") or ""),
+            }
+    return None
+
+
+def probe(executable: Path, found_by: str = "") -> Install:
+    """Run ``executable --version`` and describe the install it belongs to."""
+    argv = [str(executable), "--version"]
+    try:
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=VERSION_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(argv, timed_out=VERSION_TIMEOUT_S, reason="--version hung") from None
+    except OSError as exc:
+        raise ToolchainError(argv, reason=str(exc)) from None
+    output = proc.stdout + proc.stderr
+    banner = parse_banner(output)
+    if proc.returncode != 0 or banner is None:
+        raise ToolchainError(
+            argv,
+            returncode=proc.returncode,
+            output_tail=tail(output),
+            reason="no version banner in the output",
+        )
+    components = tuple(
+        line.strip()
+        for line in _ANSI_RE.sub("", output).splitlines()[1:]
+        if line.startswith((" ", "\t")) and line.strip()
+    )
+    return Install(
+        version=banner["version"],
+        build=banner["build"],
+        revision=banner["revision"],
+        root=executable.parents[2],
+        executable=executable,
+        components=components,
+        found_by=found_by,
+    )
+
+
+def discover(
+    roots: Sequence[Path | str] = (), *, env: dict[str, str] | None = None, defaults: bool = True
+) -> Discovery:
+    """Find every install under ``roots`` then the usual places; one install per version
+    (the first found wins, so ``--stedge-root`` overrides the usual places)."""
+    places = [(Path(r).expanduser(), "--stedge-root") for r in roots]
+    if defaults:
+        places += default_roots(env)
+    installs: dict[str, Install] = {}
+    searched: list[str] = []
+    problems: list[str] = []
+    seen: set[Path] = set()
+    for root, why in places:
+        searched.append(f"{root} ({why})")
+        for exe in _executables_under(root):
+            if exe.resolve() in seen:
+                continue
+            seen.add(exe.resolve())
+            try:
+                install = probe(exe, found_by=why)
+            except ToolchainError as exc:
+                problems.append(f"{exe}: {exc}")
+                continue
+            installs.setdefault(install.version, install)
+    ordered = sorted(installs.values(), key=lambda i: _version_key(i.version))
+    return Discovery(installs=ordered, searched=searched, problems=problems)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of ``text``, without ANSI colours or progress bars."""
+    clean = [
+        line
+        for line in _ANSI_RE.sub("", text).replace("\r", "\n").splitlines()
+        if line.strip() and not re.match(r"^\s*(PASS|STM\.IO):\s+\d+%\|", line)
+    ]
+    return "\n".join(clean[-lines:])
+
+
+@dataclass
+class ToolRun:
+    """How one ``stedgeai`` invocation went."""
+
+    argv: list[str]
+    returncode: int
+    seconds: float
+    output: str
+    log: Path
+
+
+def run_tool(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> ToolRun:
+    """Run ``argv`` (never through a shell) in ``cwd``, its output teed to ``cwd/stedgeai.log``.
+
+    Raises :class:`ToolchainError` on timeout or when the program cannot start; a non-zero
+    exit is returned, not raised, so the caller can still read what the tool wrote.
+    """
+    cwd.mkdir(parents=True, exist_ok=True)
+    log = cwd / "stedgeai.log"
+    argv = [str(a) for a in argv]
+    start = time.perf_counter()
+    with open(log, "wb") as sink:
+        try:
+            # A session of its own, so a timeout kills the tool and every child it started.
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=(os.name == "posix"),
+            )
+        except OSError as exc:
+            raise ToolchainError(argv, reason=f"cannot start: {exc}") from None
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            raise ToolchainError(
+                argv, timed_out=timeout, output_tail=tail(_read(log))
+            ) from None
+        except BaseException:  # Ctrl-C: do not leave the tool running
+            _kill(proc)
+            raise
+    seconds = time.perf_counter() - start
+    return ToolRun(argv=argv, returncode=returncode, seconds=seconds, output=_read(log), log=log)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
