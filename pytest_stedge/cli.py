@@ -18,6 +18,7 @@ from .errors import StedgeError
 COMMAND_MODULES = (
     "pytest_stedge.commands_toolchain",
     "pytest_stedge.commands_store",
+    "pytest_stedge.commands_ingest",
     "pytest_stedge.parsers.commands",
     "pytest_stedge.oracle.commands",
     "pytest_stedge.board_commands",

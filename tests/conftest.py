@@ -1,0 +1,100 @@
+"""Shared fixtures: the real samples in ../shared, tiny ONNX models, fake installs, corpora."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared (real tool outputs); tests that need it skip where it is absent."""
+    if not (SHARED / "stedgeai-samples").is_dir():
+        pytest.skip(f"real stedgeai samples not available: {SHARED} is absent")
+    return SHARED
+
+
+def make_conv_model(path: Path, channels: int = 8, size: int = 16, layers: int = 2) -> Path:
+    """A small float Conv+Relu chain (deterministic), written to ``path``."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    previous, cin = "input", 3
+    for i in range(layers):
+        w = numpy_helper.from_array(
+            rng.standard_normal((channels, cin, 3, 3)).astype("float32"), f"w{i}"
+        )
+        b = numpy_helper.from_array(np.zeros(channels, "float32"), f"b{i}")
+        inits += [w, b]
+        nodes.append(
+            helper.make_node("Conv", [previous, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1])
+        )
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
+        previous, cin = f"r{i}", channels
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [1, channels, size, size])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def fake_installs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of fake stedgeai installs side by side: 3.0.0 and 4.0.1 (as /opt/ST/STEdgeAI)."""
+    from fake_stedgeai import make_install
+
+    root = tmp_path_factory.mktemp("STEdgeAI")
+    make_install(root / "3.0", "3.0.0")
+    make_install(root / "4.0", "4.0.1")
+    return root
+
+
+CorpusFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_corpus(tmp_path: Path) -> CorpusFactory:
+    """Write a corpus of cases: ``make_corpus({"cnn": CASE_TOML_TEXT, ...})``.
+
+    Each case folder gets a ``model.onnx`` (a small Conv+Relu chain, its size varied by
+    the case's position so different cases give different figures).
+    """
+
+    def factory(cases: dict[str, str], root: Path | None = None, **models: Any) -> Path:
+        corpus = root or tmp_path / "corpus"
+        (corpus / "profiles").mkdir(parents=True, exist_ok=True)
+        for index, (name, text) in enumerate(cases.items()):
+            folder = corpus / name
+            folder.mkdir(parents=True, exist_ok=True)
+            if not (folder / "model.onnx").exists():
+                make_conv_model(folder / "model.onnx", channels=4 + 4 * index, size=8 + 4 * index)
+            (folder / "case.toml").write_text(textwrap.dedent(text), encoding="utf-8")
+        return corpus
+
+    return factory
+
+
+SIMPLE_CASE = """\
+    description = "two Conv+Relu layers"
+    model = "model.onnx"
+    target = "stm32n6"
+    stages = ["generate"]
+    [neural_art]
+    profile = "default"
+    """

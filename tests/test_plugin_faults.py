@@ -1,0 +1,208 @@
+"""Bad input: malformed cases, a failing, hanging or garbage-writing tool, Ctrl-C, a busy store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import SIMPLE_CASE, CorpusFactory
+
+from pytest_stedge.store import Store
+
+
+def _run(pytester: pytest.Pytester, corpus: Path, installs: Path, db: Path, *args: str):
+    return pytester.runpytest_subprocess(
+        str(corpus), "--stedge-root", str(installs), "--stedge-db", str(db),
+        "--stedge-version", "4.0.1", "-p", "no:cacheprovider", *args,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("model = 'model.onnx'\ntarget = [", "*bad/case.toml: not valid TOML*"),
+        (
+            "model = 'model.onnx'\ntarget = 'stm32n6'\ncolour = 'blue'",
+            "*bad/case.toml: [[]colour]: unknown key 'colour'; accepted keys: *model*",
+        ),
+        (
+            "model = 'model.onnx'\ntarget = 'stm32n6'\nstages = 'generate'",
+            "*bad/case.toml: [[]stages]: expected a list drawn from generate, analyze*",
+        ),
+        (
+            "model = '../../outside.onnx'\ntarget = 'stm32n6'",
+            "*bad/case.toml: [[]model]: path '../../outside.onnx' leaves the corpus*",
+        ),
+        (
+            "model = 'missing.onnx'\ntarget = 'stm32n6'",
+            "*bad/case.toml: [[]model]: model file 'missing.onnx' not found*",
+        ),
+        (
+            "model = 'model.onnx'\ntarget = 'stm32n6'\n[expect]\nactivations = { max = 1 }",
+            "*bad/case.toml: [[]expect.activations]: unknown metric 'activations'; accepted: *activations_bytes*",
+        ),
+        (
+            "model = 'model.onnx'\ntarget = 'stm32n6'\n[expect]\nmacc = { max = 'lots' }",
+            "*bad/case.toml: [[]expect.macc.max]: expected a number, got 'lots'",
+        ),
+    ],
+    ids=["bad-toml", "unknown-key", "wrong-type", "leaves-corpus", "missing-model", "unknown-metric", "bad-bound"],
+)
+def test_malformed_case_is_a_collection_error_and_others_run(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path,
+    text: str, expected: str,
+) -> None:
+    corpus = make_corpus({"good": SIMPLE_CASE, "bad": "model = 'model.onnx'\ntarget = 'x'\n"})
+    (corpus / "bad" / "case.toml").write_text(text)
+    result = _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([expected])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def _fault_install(root: Path, config: dict) -> Path:
+    from fake_stedgeai import make_install
+
+    make_install(root / "4.0", "4.0.1", config=config)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        (
+            {"error": "E103(ModelError): Unsupported layer type: GridSample", "exit_code": 2},
+            ["*exited with status 2: E103(ModelError): Unsupported layer type: GridSample*",
+             "*--- last lines of output ---*"],
+        ),
+        ({"crash": True}, ["*exited with status 1*", "*Traceback (most recent call last)*"]),
+        ({"no_output": True}, ["*unreadable output*"]),
+        ({"garbage": ["network_c_info.json", "network_generate_report.txt"]}, ["*unreadable output*"]),
+    ],
+    ids=["error", "crash", "no-output", "garbage"],
+)
+def test_tool_failure_fails_one_item_and_the_session_goes_on(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path, fault: dict, expected: list[str]
+) -> None:
+    installs = _fault_install(tmp_path / "installs", {"broken": fault})
+    corpus = make_corpus({"fine": SIMPLE_CASE, "broken": SIMPLE_CASE})
+    # the fake applies faults per model stem: give the broken case its own model name
+    (corpus / "broken" / "model.onnx").rename(corpus / "broken" / "broken.onnx")
+    (corpus / "broken" / "case.toml").write_text(
+        (corpus / "broken" / "case.toml").read_text().replace("model.onnx", "broken.onnx")
+    )
+    db = tmp_path / "db.duckdb"
+    result = _run(pytester, corpus, installs, db)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*Command '*stedgeai generate --model *broken.onnx*", *expected])
+    with Store.open(db, create=False) as store:
+        run = store.get_run(1)
+    failed = [i for i in run["items"] if i["outcome"] == "failed"]
+    assert [i["case_name"] for i in failed] == ["broken"]
+    assert "stedgeai generate" in failed[0]["message"]
+    assert run["status"] == "failed"
+
+
+def test_a_hanging_tool_is_killed_after_the_timeout(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
+) -> None:
+    installs = _fault_install(tmp_path / "installs", {"*": {"hang": True}})
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    result = _run(pytester, corpus, installs, tmp_path / "db.duckdb", "--stedge-timeout", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*Command '*stedgeai generate*' timed out after 2 s*"])
+
+
+def test_ctrl_c_keeps_what_finished_and_marks_the_run_interrupted(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    corpus = make_corpus({"a": SIMPLE_CASE, "b": SIMPLE_CASE})
+    (corpus / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            def pytest_stedge_result(config, item, result):
+                if item.case.name == "b" and item.stage == "generate":
+                    raise KeyboardInterrupt
+            """
+        )
+    )
+    db = tmp_path / "db.duckdb"
+    result = _run(pytester, corpus, fake_installs, db)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    with Store.open(db, create=False) as store:
+        run = store.get_run(1)
+    assert run["status"] == "interrupted"
+    stored = {(i["case_name"], i["stage"]) for i in run["items"]}
+    assert ("a", "generate") in stored and ("a", "oracle") in stored
+    assert ("b", "generate") not in stored
+
+
+def test_a_second_session_on_a_busy_store_fails_clearly(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    db = tmp_path / "db.duckdb"
+    _run(pytester, corpus, fake_installs, db).assert_outcomes(passed=2)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)",
+         str(db)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        pytester.makeini("[pytest]\nstedge_db_wait = 1\n")
+        result = _run(pytester, corpus, fake_installs, db)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*store *db.duckdb is in use by another pytest-stedge session (waited 1 s)*--stedge-db PATH*"]
+    )
+    with Store.open(db, create=False) as store:
+        runs = store.list_runs()
+    assert [r["run_id"] for r in runs] == [1] and runs[0]["passed"] == 2
+
+
+def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    from pytest_stedge.errors import StoreVersionError
+
+    db = tmp_path / "db.duckdb"
+    with Store.open(db) as store:
+        store.db.execute("INSERT INTO _stedge_migrations VALUES ('0099_future', now())")
+    with pytest.raises(StoreVersionError, match=r"newer pytest-stedge \(unknown migrations: 0099_future\)\. Upgrade"):
+        Store.open(db)
+
+
+def test_migrations_are_named_and_applied_once(tmp_path: Path) -> None:
+    from pytest_stedge.migrations import MIGRATIONS
+
+    db = tmp_path / "db.duckdb"
+    with Store.open(db) as store:
+        first = store.applied_migrations()
+    with Store.open(db) as store:
+        second = store.applied_migrations()
+    assert [name for name, _ in first] == [m.name for m in MIGRATIONS]
+    assert first == second
+
+
+def test_memory_store_round_trip() -> None:
+    from pytest_stedge.store import ItemRow
+
+    with Store.open(":memory:") as store:
+        run_id = store.begin_run(argv=["pytest"], versions=["4.0.1"])
+        store.add_items(
+            run_id,
+            [ItemRow(nodeid="c::generate[4.0.1]", case_name="c", stage="generate", version="4.0.1",
+                     outcome="passed", result={"schema": "stedge.result/1"},
+                     metrics={"activations_bytes": 10.0})],
+        )
+        store.finish_run(run_id, status="passed", exitstatus=0)
+        run = store.get_run(run_id)
+    assert run["items"][0]["metrics"] == {"activations_bytes": 10.0}
+    assert json.dumps(run, default=str)
