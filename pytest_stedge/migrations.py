@@ -131,3 +131,24 @@ def _recordings(db: duckdb.DuckDBPyConnection) -> None:
         )
         """
     )
+
+
+@migration("0003_findings")
+def _findings(db: duckdb.DuckDBPyConnection) -> None:
+    # After each item, every known bug whose signature was evaluated is a finding:
+    # reproduced (the signature matched) or not reproduced, with the evidence.
+    db.execute(
+        """
+        CREATE TABLE findings (
+            run_id        INTEGER NOT NULL,
+            nodeid        VARCHAR NOT NULL,
+            case_name     VARCHAR NOT NULL,
+            stage         VARCHAR NOT NULL,
+            version       VARCHAR,
+            bug_id        VARCHAR NOT NULL,
+            status        VARCHAR NOT NULL,      -- reproduced | not-reproduced | unknown
+            evidence      VARCHAR,               -- JSON: the metric values the signature read
+            PRIMARY KEY (run_id, nodeid, bug_id)
+        )
+        """
+    )

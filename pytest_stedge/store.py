@@ -51,6 +51,7 @@ class ItemRow:
     result: dict[str, Any] | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     case: dict[str, Any] | None = None  # the cases row (case_path, model_path, target, ...)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # {bug_id, status, evidence}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form, the shape workers hand over to the controller."""
@@ -254,6 +255,23 @@ class Store:
                 self.db.execute(
                     "DELETE FROM metrics WHERE run_id = ? AND nodeid = ?", [run_id, row.nodeid]
                 )
+                self.db.execute(
+                    "DELETE FROM findings WHERE run_id = ? AND nodeid = ?", [run_id, row.nodeid]
+                )
+                for finding in row.findings:
+                    self.db.execute(
+                        "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            run_id,
+                            row.nodeid,
+                            row.case_name,
+                            row.stage,
+                            row.version,
+                            finding["bug_id"],
+                            finding["status"],
+                            json.dumps(finding.get("evidence"), default=str),
+                        ],
+                    )
                 if row.metrics:
                     self.db.executemany(
                         "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -326,6 +344,70 @@ class Store:
             "SELECT DISTINCT version FROM items WHERE version IS NOT NULL ORDER BY version"
         ).fetchall()
         return [str(r[0]) for r in rows]
+
+    def metric_rows(
+        self, *, versions: Sequence[str] | None = None, latest_only: bool = True
+    ) -> list[dict[str, Any]]:
+        """Long-form metrics (run_id, case_name, stage, version, metric, value, unit, outcome,
+        model_sha256, options_hash, started_at).
+
+        With ``latest_only``, each (case, stage, version) keeps only its newest run, which is
+        what a diff between versions and the dashboard compare.
+        """
+        params: list[Any] = []
+        where = "i.version IS NOT NULL"
+        if versions:
+            where += f" AND i.version IN ({', '.join('?' for _ in versions)})"
+            params += list(versions)
+        sql = f"""
+            WITH latest AS (
+                SELECT i.run_id, i.nodeid, i.case_name, i.stage, i.version, i.outcome,
+                       i.model_sha256, i.options_hash, i.recorded, r.started_at,
+                       row_number() OVER (PARTITION BY i.case_name, i.stage, i.version
+                                          ORDER BY i.run_id DESC) AS rank
+                FROM items i JOIN runs r USING (run_id)
+                WHERE {where} AND i.outcome NOT IN ('skipped')
+            )
+            SELECT l.run_id, l.nodeid, l.case_name, l.stage, l.version, l.outcome,
+                   l.model_sha256, l.options_hash, l.recorded, l.started_at,
+                   m.metric, m.value, m.unit
+            FROM latest l LEFT JOIN metrics m USING (run_id, nodeid)
+            {"WHERE l.rank = 1" if latest_only else ""}
+            ORDER BY l.case_name, l.stage, l.version, l.run_id, m.metric
+        """
+        return self._dicts(sql, params)
+
+    def latest_item(self, case_name: str, stage: str, version: str) -> dict[str, Any] | None:
+        """The newest stored item (Result parsed, metrics attached) of a case/stage/version."""
+        rows = self._dicts(
+            "SELECT * FROM items WHERE case_name = ? AND stage = ? AND version = ? "
+            "AND outcome NOT IN ('skipped') ORDER BY run_id DESC LIMIT 1",
+            [case_name, stage, version],
+        )
+        if not rows:
+            return None
+        item = rows[0]
+        item["result"] = json.loads(item["result"]) if item["result"] else None
+        item["metrics"] = {
+            r["metric"]: r["value"]
+            for r in self._dicts(
+                "SELECT metric, value FROM metrics WHERE run_id = ? AND nodeid = ?",
+                [item["run_id"], item["nodeid"]],
+            )
+        }
+        return item
+
+    def findings(self, *, bug_id: str | None = None) -> list[dict[str, Any]]:
+        """Stored findings (newest run first), with the run's start time."""
+        sql = (
+            "SELECT f.*, r.started_at FROM findings f JOIN runs r USING (run_id)"
+            + (" WHERE f.bug_id = ?" if bug_id else "")
+            + " ORDER BY f.run_id DESC, f.case_name, f.version"
+        )
+        rows = self._dicts(sql, [bug_id] if bug_id else [])
+        for row in rows:
+            row["evidence"] = json.loads(row["evidence"]) if row["evidence"] else None
+        return rows
 
     # -- recordings ----------------------------------------------------------------
 
