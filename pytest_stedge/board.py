@@ -11,14 +11,20 @@ a serial port, a pseudo-terminal, or a ``socket://`` URL (a TCP relay or the sim
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import errno
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import board_protocol as bp
+from . import board_tensors as bt
 from .errors import BoardError
+
+if TYPE_CHECKING:
+    from .board_client import BoardClient
 
 DEFAULT_BAUD = 921600  # the N6 validation firmware's rate; ST's host assumes 115200
 SPEC_FORMS = ("serial[:PORT][:BAUD] (e.g. serial:/dev/ttyACM0:921600, serial:COM7, "
@@ -102,10 +108,10 @@ def parse_board_spec(text: str) -> BoardSpec:
     if raw.lower() == "auto":
         return BoardSpec("serial", None, DEFAULT_BAUD, text)
     if raw.startswith("socket://"):
-        host, sep, port = raw[len("socket://"):].rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        host, sep, tcp = raw[len("socket://"):].rpartition(":")
+        if not sep or not host or not tcp.isdigit() or not 0 < int(tcp) < 65536:
             raise bad("a socket URL needs a host and a port 1..65535")
-        return BoardSpec("socket", f"socket://{host}:{port}", DEFAULT_BAUD, text)
+        return BoardSpec("socket", f"socket://{host}:{tcp}", DEFAULT_BAUD, text)
     if raw.startswith("socket:"):  # ST's own form socket:HOST:PORT
         return replace(parse_board_spec("socket://" + raw[len("socket:"):]), text=text)
     head, _, rest = raw.partition(":")
@@ -178,6 +184,55 @@ def choose_auto_port(ports: Sequence[PortInfo] | None = None) -> PortInfo:
     return replace(first, reason=why)
 
 
+def resolve_board_spec(spec: BoardSpec) -> tuple[BoardSpec, str]:
+    """Pin an ``auto`` spec to a port (for locks and ``--desc``); returns it and why.
+
+    A spec that names its port is returned as is, with an empty reason.
+    """
+    if spec.port is not None:
+        return spec, ""
+    chosen = choose_auto_port()
+    return replace(spec, port=chosen.device), chosen.reason
+
+
+def open_port(spec: BoardSpec, *, read_timeout: float = 0.1, write_timeout: float = 5.0) -> Any:
+    """Open the spec's port (exclusively for serial ports), as ST's host does: up to 4
+    attempts 0.2 s apart while it is busy. Raises :class:`BoardNotFoundError` or
+    :class:`BoardBusyError` with what to do."""
+    import serial
+
+    url = str(spec.port)
+    for attempt in range(4):
+        try:
+            return serial.serial_for_url(url, baudrate=spec.baud, timeout=read_timeout,
+                                         write_timeout=write_timeout,
+                                         exclusive=spec.kind == "serial")
+        except (serial.SerialException, OSError) as exc:
+            text = str(exc)
+            code = getattr(exc, "errno", None)
+            busy = ("lock" in text.lower() or code in (errno.EBUSY, errno.EAGAIN)
+                    or "Access is denied" in text or "resource busy" in text.lower())
+            if busy and attempt < 3:
+                time.sleep(0.2)
+                continue
+            if busy:
+                raise BoardBusyError(
+                    f"{url} is held by another program ({text}); close the serial "
+                    "terminal, STM32CubeIDE or other test using it, or pick another board"
+                ) from exc
+            if "denied" in text.lower() or code == errno.EACCES:
+                raise BoardNotFoundError(
+                    f"{url}: permission denied ({text}); on Linux add the user to the "
+                    "'dialout' group") from exc
+            if spec.kind == "socket":
+                raise BoardNotFoundError(f"nothing accepts connections at {url} ({text}); "
+                                         "is the simulator or relay running?") from exc
+            raise BoardNotFoundError(
+                f"cannot open serial port {url!r} ({text}); `stedge boards` lists the "
+                "ports present, or use --stedge-board auto") from exc
+    raise AssertionError("unreachable")
+
+
 # --- results --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SyncInfo:
@@ -229,12 +284,33 @@ class NetworkInfo:
     tool_version: str
     macc: int | None
     n_nodes: int
-    inputs: tuple[bp.TensorDesc, ...]
-    outputs: tuple[bp.TensorDesc, ...]
+    inputs: tuple[bt.TensorDesc, ...]
+    outputs: tuple[bt.TensorDesc, ...]
     activations_bytes: int | None
     params_bytes: int | None
     runtime_desc: str
     rtid: int
+
+    @classmethod
+    def from_msg(cls, msg: Mapping[str, Any]) -> NetworkInfo:
+        """Build from a decoded ``aiModelInfoMsg``; rtid b31..b24 flag unknown sizes."""
+        missing = msg["rtid"] >> 24
+
+        def pool(descs: Sequence[Mapping[str, Any]], bit: int) -> int | None:
+            return None if missing & bit else sum(int(d["size"]) for d in descs)
+
+        def ver(w: int) -> str:
+            return f"{w >> 24}.{(w >> 16) & 0xFF}.{(w >> 8) & 0xFF}"
+
+        return cls(
+            name=msg["name"], signature=msg["signature"],
+            compile_datetime=msg["compile_datetime"],
+            runtime_version=ver(msg["runtime_version"]), tool_version=ver(msg["tool_version"]),
+            macc=None if missing & 4 else int(msg["n_macc"]), n_nodes=msg["n_nodes"],
+            inputs=tuple(bt.TensorDesc.from_msg(d) for d in msg["inputs"]),
+            outputs=tuple(bt.TensorDesc.from_msg(d) for d in msg["outputs"]),
+            activations_bytes=pool(msg["activations"], 1), params_bytes=pool(msg["params"], 2),
+            runtime_desc=msg["runtime_desc"], rtid=msg["rtid"])
 
 
 @dataclass
@@ -247,7 +323,7 @@ class NodeResult:
     duration_ms: float
     counters: list[int]
     tensors: dict[str, np.ndarray] = field(default_factory=dict)
-    descs: dict[str, bp.TensorDesc] = field(default_factory=dict)
+    descs: dict[str, bt.TensorDesc] = field(default_factory=dict)
 
 
 @dataclass
@@ -258,7 +334,7 @@ class RunOutput:
     nodes: list[NodeResult] = field(default_factory=list)
     duration_ms: float | None = None
     counters: list[int] = field(default_factory=list)
-    output_descs: dict[str, bp.TensorDesc] = field(default_factory=dict)
+    output_descs: dict[str, bt.TensorDesc] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -280,6 +356,38 @@ class Timeouts:
     packet_sync: float = 5.0
 
 
+def input_bytes(info: NetworkInfo,
+                inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[bytes]:
+    """Input arrays (by name or in order) as the bytes the board expects; raises
+    :class:`BoardError` naming the input on a wrong count, dtype or size."""
+    if isinstance(inputs, Mapping):
+        missing = [d.name for d in info.inputs if d.name not in inputs]
+        if missing and len(inputs) == len(info.inputs):
+            ordered = list(inputs.values())  # names differ (e.g. board-side names)
+        elif missing:
+            raise BoardError(f"inputs {missing} missing; the board's network "
+                             f"{info.name!r} takes {[d.name for d in info.inputs]}")
+        else:
+            ordered = [inputs[d.name] for d in info.inputs]
+    else:
+        ordered = list(inputs)
+    if len(ordered) != len(info.inputs):
+        raise BoardError(f"{len(ordered)} input(s) given, network {info.name!r} takes "
+                         f"{len(info.inputs)}")
+    out = []
+    for arr, desc in zip(ordered, info.inputs):
+        a = np.asarray(arr)
+        if a.dtype != desc.dtype:
+            raise BoardError(f"input {desc.name!r}: dtype {a.dtype}, the board expects "
+                             f"{desc.dtype} (scale {desc.scale:g}, zero point "
+                             f"{desc.zero_point}); convert or quantise it first")
+        if a.size * a.itemsize != desc.nbytes:
+            raise BoardError(f"input {desc.name!r}: shape {list(a.shape)}, the board "
+                             f"expects {list(desc.shape)}")
+        out.append(np.ascontiguousarray(a, dtype=desc.dtype.newbyteorder("<")).tobytes())
+    return out
+
+
 MODES = {"io": bp.RUN_IO_ONLY,
          "per-layer": bp.RUN_IO_ONLY | bp.RUN_PER_LAYER,
          "per-layer-data": bp.RUN_IO_ONLY | bp.RUN_PER_LAYER | bp.RUN_PER_LAYER_WITH_DATA}
@@ -296,4 +404,5 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BoardClient", "BoardSpec", "PortInfo", "RunOutput", "NodeResult", "NetworkInfo",
     "SyncInfo", "SystemInfo", "Timeouts", "parse_board_spec", "list_ports", "choose_auto_port",
+    "open_port", "input_bytes", "resolve_board_spec",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -12,15 +11,22 @@ from typing import Any
 import numpy as np
 
 from . import board_protocol as bp
+from . import board_tensors as bt
 from .board import (
-    FLASH_HINT, MODES, BoardBusyError, BoardCommunicationError, BoardDisconnectedError,
-    BoardError, BoardNetworkMismatchError, BoardNotFoundError, BoardNotValidationFirmwareError,
-    BoardProtocolError, BoardProtocolVersionError, BoardRequestError, BoardSpec, BoardTimeoutError,
-    NetworkInfo, NodeResult, RunOutput, SyncInfo, SystemInfo, Timeouts, choose_auto_port,
-    parse_board_spec,
+    FLASH_HINT, MODES, BoardCommunicationError, BoardDisconnectedError, BoardNetworkMismatchError,
+    BoardNotValidationFirmwareError, BoardProtocolError, BoardProtocolVersionError,
+    BoardRequestError, BoardSpec, BoardTimeoutError,
+    NetworkInfo, NodeResult, RunOutput, SyncInfo, SystemInfo, Timeouts, input_bytes, open_port,
+    parse_board_spec, resolve_board_spec,
 )
+from .errors import BoardError
 
 _READ_POLL = 0.1  # pyserial read timeout: the longest we block before re-checking a limit
+
+
+def _ms(value: float) -> float:
+    """A float32 duration without its binary noise (0.01016 rather than 0.010160000063)."""
+    return float(f"{value:.7g}")
 
 
 class BoardClient:
@@ -64,55 +70,25 @@ class BoardClient:
             return str(self.spec.port)
         return f"{self.spec.port or 'auto'}:{self.spec.baud}"
 
+    @property
+    def connected(self) -> bool:
+        """Whether the port is open (a failed run closes it)."""
+        return self._ser is not None
+
     def connect(self) -> SyncInfo:
         """Open the port, swallow any boot banner, and sync; returns the sync answer."""
         if self._ser is not None:
             return self.sync()
         if self.spec.port is None:
-            chosen = choose_auto_port()
-            self.spec = BoardSpec("serial", chosen.device, self.spec.baud, self.spec.text)
-            self.port_reason = chosen.reason
-        self._ser = self._open()
+            self.spec, self.port_reason = resolve_board_spec(self.spec)
+        self._ser = open_port(self.spec, read_timeout=_READ_POLL,
+                              write_timeout=self.timeouts.packet_sync)
         try:
             self._drain()
             return self.sync()
         except BoardError:
             self.close()
             raise
-
-    def _open(self) -> Any:
-        import serial
-
-        url = str(self.spec.port)
-        for attempt in range(4):
-            try:
-                return serial.serial_for_url(url, baudrate=self.spec.baud, timeout=_READ_POLL,
-                                             write_timeout=self.timeouts.packet_sync,
-                                             exclusive=self.spec.kind == "serial")
-            except (serial.SerialException, OSError) as exc:
-                text = str(exc)
-                code = getattr(exc, "errno", None)
-                busy = ("lock" in text.lower() or code in (errno.EBUSY, errno.EAGAIN)
-                        or "Access is denied" in text or "resource busy" in text.lower())
-                if busy and attempt < 3:
-                    time.sleep(0.2)
-                    continue
-                if busy:
-                    raise BoardBusyError(
-                        f"{url} is held by another program ({text}); close the serial "
-                        "terminal, STM32CubeIDE or other test using it, or pick another board"
-                    ) from exc
-                if "denied" in text.lower() or code == errno.EACCES:
-                    raise BoardNotFoundError(
-                        f"{url}: permission denied ({text}); on Linux add the user to the "
-                        "'dialout' group") from exc
-                if self.spec.kind == "socket":
-                    raise BoardNotFoundError(f"nothing accepts connections at {url} ({text}); "
-                                             "is the simulator or relay running?") from exc
-                raise BoardNotFoundError(
-                    f"cannot open serial port {url!r} ({text}); `stedge boards` lists the "
-                    "ports present, or use --stedge-board auto") from exc
-        raise AssertionError("unreachable")
 
     def _drain(self) -> None:
         """Discard the boot banner and stale bytes until the line is quiet for one poll."""
@@ -131,13 +107,21 @@ class BoardClient:
             return
         ser, self._ser = self._ser, None
         try:
-            if self._sync and self._sync.version_word >= 0x0302 and self._payload != 32:
-                ser.write(bp.host_packets(bp.request(next(self._reqids), bp.CMD_DISCONNECT),
-                                          self._payload, self.header_bytes)[0])
+            self._disconnect_message(ser)
         except Exception:  # noqa: BLE001 - best effort while closing
             pass
         finally:
             ser.close()
+
+    def _disconnect_message(self, ser: Any = None) -> None:
+        """v3.2 boards at a large packet size: CMD_DISCONNECT resets them to 32 (no answer)."""
+        ser = ser or self._ser
+        if self._sync and self._sync.version_word >= 0x0302 and self._payload != 32:
+            self._reqid = next(self._reqids)
+            ser.write(bp.host_packets(bp.request(self._reqid, bp.CMD_DISCONNECT),
+                                      self._payload, self.header_bytes)[0])
+            ser.flush()
+            self._payload = bp.DEFAULT_PAYLOAD
 
     def __enter__(self) -> BoardClient:
         self.connect()
@@ -150,6 +134,10 @@ class BoardClient:
     # --- commands ------------------------------------------------------------------
     def sync(self) -> SyncInfo:
         """CMD_SYNC; checks the protocol version."""
+        if self._payload != bp.DEFAULT_PAYLOAD:
+            # A board at a large packet size would wait for a full large packet: v3.2 has
+            # DISCONNECT (sent at the current size) to bring it back to 32 first.
+            self._disconnect_message()
         self._payload = bp.DEFAULT_PAYLOAD  # both sides fall back to 32 on SYNC
         try:
             msg = self._transact(bp.CMD_SYNC, "sync", (bp.S_IDLE,), self.timeouts.sync)
@@ -183,24 +171,8 @@ class BoardClient:
         """CMD_NETWORK_INFO for the network at ``index``."""
         msg = self._transact(bp.CMD_NETWORK_INFO, "minfo", (bp.S_IDLE,), self.timeouts.info,
                              param=index)
-        missing = msg["rtid"] >> 24
-
-        def pool(descs: Sequence[Mapping[str, Any]], bit: int) -> int | None:
-            return None if missing & bit else sum(int(d["size"]) for d in descs)
-
-        def ver(w: int) -> str:
-            return f"{w >> 24}.{(w >> 16) & 0xFF}.{(w >> 8) & 0xFF}"
-
         try:
-            info = NetworkInfo(
-                name=msg["name"], signature=msg["signature"],
-                compile_datetime=msg["compile_datetime"],
-                runtime_version=ver(msg["runtime_version"]), tool_version=ver(msg["tool_version"]),
-                macc=None if missing & 4 else int(msg["n_macc"]), n_nodes=msg["n_nodes"],
-                inputs=tuple(bp.TensorDesc.from_msg(d) for d in msg["inputs"]),
-                outputs=tuple(bp.TensorDesc.from_msg(d) for d in msg["outputs"]),
-                activations_bytes=pool(msg["activations"], 1), params_bytes=pool(msg["params"], 2),
-                runtime_desc=msg["runtime_desc"], rtid=msg["rtid"])
+            info = NetworkInfo.from_msg(msg)
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: network #{index} descriptor: {exc}") from exc
         self._networks[index] = info
@@ -220,16 +192,17 @@ class BoardClient:
                       index: int = 0) -> NetworkInfo:
         """Raise :class:`BoardNetworkMismatchError` unless the board holds that network.
 
-        The board's signature is at most 63 characters, so a board signature that is a
-        prefix of ``signature`` matches. An empty board signature (N6 firmware) cannot be
-        checked; only the name is then compared.
+        Signatures compare without case and ``0x`` prefix (``c_info.json`` writes
+        ``"0x..."``); the board's string is at most 63 characters, so a board signature that
+        is a prefix of ``signature`` matches. An empty board signature (N6 firmware) cannot
+        be checked; only the name is then compared.
         """
         info = self._networks.get(index) or self.network_info(index)
         problems = []
         if name is not None and info.name != name:
             problems.append(f"network name {info.name!r}, expected {name!r}")
         if signature and info.signature:
-            mine, theirs = info.signature.lower(), signature.lower()
+            mine, theirs = (s.lower().removeprefix("0x") for s in (info.signature, signature))
             if not theirs.startswith(mine):
                 problems.append(f"signature {info.signature!r}, expected {signature!r}")
         if problems:
@@ -257,7 +230,7 @@ class BoardClient:
         if mode != "io" and self._sync and not self._sync.capability & bp.CAP_OBSERVER:
             raise BoardError(f"{self.where}: the firmware was built without the observer "
                              f"capability, so mode {mode!r} is not available (use 'io')")
-        arrays = self._input_bytes(info, inputs)
+        arrays = input_bytes(info, inputs)
         result = RunOutput()
         try:
             self._run(info, MODES[mode], arrays, result)
@@ -268,35 +241,6 @@ class BoardClient:
             raise
         result.logs = list(self._logs)
         return result
-
-    def _input_bytes(self, info: NetworkInfo,
-                     inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[bytes]:
-        if isinstance(inputs, Mapping):
-            missing = [d.name for d in info.inputs if d.name not in inputs]
-            if missing and len(inputs) == len(info.inputs):
-                ordered = list(inputs.values())  # names differ (e.g. board-side names)
-            elif missing:
-                raise BoardError(f"inputs {missing} missing; the board's network "
-                                 f"{info.name!r} takes {[d.name for d in info.inputs]}")
-            else:
-                ordered = [inputs[d.name] for d in info.inputs]
-        else:
-            ordered = list(inputs)
-        if len(ordered) != len(info.inputs):
-            raise BoardError(f"{len(ordered)} input(s) given, network {info.name!r} takes "
-                             f"{len(info.inputs)}")
-        out = []
-        for arr, desc in zip(ordered, info.inputs):
-            a = np.asarray(arr)
-            if a.dtype != desc.dtype:
-                raise BoardError(f"input {desc.name!r}: dtype {a.dtype}, the board expects "
-                                 f"{desc.dtype} (scale {desc.scale:g}, zero point "
-                                 f"{desc.zero_point}); convert or quantise it first")
-            if a.size * a.itemsize != desc.nbytes:
-                raise BoardError(f"input {desc.name!r}: shape {list(a.shape)}, the board "
-                                 f"expects {list(desc.shape)}")
-            out.append(np.ascontiguousarray(a, dtype=desc.dtype.newbyteorder("<")).tobytes())
-        return out
 
     def _run(self, info: NetworkInfo, param: int, arrays: list[bytes], out: RunOutput) -> None:
         t = self.timeouts
@@ -315,12 +259,12 @@ class BoardClient:
         while True:  # node reports until the model-level op (flags NONE)
             op = self._expect("op", (bp.S_PROCESSING,), t.op)
             flags = op["type"] >> 24
-            counters = bp.decode_counters(op["counter_type"], op["counters"])
+            counters = bt.decode_counters(op["counter_type"], op["counters"])
             if flags == 0:
-                out.duration_ms, out.counters = float(op["duration"]), counters
+                out.duration_ms, out.counters = _ms(op["duration"]), counters
                 break
             node = NodeResult(self._node_name(op, len(out.nodes)), op["type"] & 0xFFFFFF,
-                              op["id"], float(op["duration"]), counters)
+                              op["id"], _ms(op["duration"]), counters)
             out.nodes.append(node)
             if flags & bp.OP_WITHOUT_TENSOR:
                 continue
@@ -348,9 +292,9 @@ class BoardClient:
             return f"epoch_{op['id'] & 0xFFFF}"
         return f"node_{op['id'] if op['id'] else position}"
 
-    def _tensor(self, msg: Mapping[str, Any]) -> tuple[bp.TensorDesc, np.ndarray]:
+    def _tensor(self, msg: Mapping[str, Any]) -> tuple[bt.TensorDesc, np.ndarray]:
         try:
-            desc = bp.TensorDesc.from_msg(msg["desc"])
+            desc = bt.TensorDesc.from_msg(msg["desc"])
             return desc, desc.array(msg["data"]["datas"])
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: {exc}") from exc
@@ -382,9 +326,9 @@ class BoardClient:
         kind = next((k for k in bp.PAYLOADS if msg.get(k) is not None), "nothing")
         if msg["state"] == bp.S_ERROR and kind == "ack":
             err = msg["ack"]
-            raise BoardRequestError(
-                f"{self.where} refused the request: {bp.ERROR_NAMES.get(err['error'], err['error'])}"
-                f" (param {err['param']}) while {payload!r} was expected")
+            name = bp.ERROR_NAMES.get(err["error"], err["error"])
+            raise BoardRequestError(f"{self.where} refused the request: {name} (param "
+                                    f"{err['param']}) while {payload!r} was expected")
         if kind != payload or msg["state"] not in states:
             raise BoardProtocolError(
                 f"{self.where}: received {kind!r} in state "

@@ -1,10 +1,222 @@
-"""Subcommands of ``stedge`` (placeholder: filled by the issue that owns them)."""
+"""``stedge boards`` (list and probe serial ports) and ``stedge board-run`` (one inference)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
+DUMP_SCHEMA = "stedge.board-dump/1"
 
-def add_commands(subparsers: "argparse._SubParsersAction[Any]") -> None:
-    """Register this module's subcommands."""
+
+def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register ``boards`` and ``board-run``."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "boards", help="List serial ports; --probe asks each for the validation firmware",
+        formatter_class=fmt,
+        description="List the serial ports pyserial sees (ST-LINK virtual COM ports first). "
+                    "With --probe, sync with each and show the device, firmware capabilities, "
+                    "runtime and the networks it holds.",
+        epilog="examples:\n  stedge boards\n  stedge boards --probe --baud 921600\n"
+               "  stedge boards --probe --board socket://127.0.0.1:5555")
+    p.add_argument("--probe", action="store_true", help="sync with each port and describe it")
+    p.add_argument("--board", action="append", default=[], metavar="SPEC",
+                   help="probe this board spec instead of every port (repeatable)")
+    _link_options(p)
+    p.set_defaults(handler=cmd_boards)
+
+    r = subparsers.add_parser(
+        "board-run", help="Run one inference on a board and save its outputs as a dump",
+        formatter_class=fmt,
+        description="Run one sample on a board running the validation firmware (or the "
+                    "simulator), per layer if asked, and save a .npz dump keyed by tensor "
+                    "name (node outputs, model outputs, and the inputs used) with a .json "
+                    "sidecar (timings, counters, quantisation). `stedge diverge MODEL DUMP` "
+                    "reads the dump. The input is the first sample of stedgeai validate's "
+                    "default stimulus (seed 42) unless --inputs is given.",
+        epilog="examples:\n"
+               "  stedge board-run model.onnx --board serial:/dev/ttyACM0:921600 --per-layer "
+               "--out dump.npz\n"
+               "  stedge board-run corpus/kws/case.toml --board auto --out kws.npz\n"
+               "  stedge diverge model.onnx dump.npz")
+    r.add_argument("model", metavar="MODEL_OR_CASE", help="ONNX model, or a case.toml (or its "
+                   "folder) naming the model and the network's C name")
+    r.add_argument("--board", required=True, metavar="SPEC",
+                   help="serial[:PORT][:BAUD], auto, or socket://HOST:PORT")
+    r.add_argument("--per-layer", action="store_true",
+                   help="per-layer run with intermediate data (slow on a UART)")
+    r.add_argument("--out", type=Path, default=Path("board-dump.npz"), help="dump file (.npz)")
+    r.add_argument("--inputs", type=Path, help=".npz of inputs by name (or in order)")
+    r.add_argument("--seed", type=int, default=42, help="stimulus seed (default 42)")
+    r.add_argument("--name", help="expected network C name on the board")
+    r.add_argument("--signature", help="expected network signature (c_info.json 'signature')")
+    _link_options(r)
+    r.set_defaults(handler=cmd_board_run)
+
+
+def _link_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baud", type=int, default=None, help="baud rate for ports without one "
+                   "(default 921600, the N6 validation firmware's)")
+    p.add_argument("--header-bytes", type=int, choices=(1, 2), default=2,
+                   help="packet headers of the firmware: 2 = ST Edge AI Core >= 2.2 "
+                        "(default), 1 = <= 2.1")
+    p.add_argument("--timeout", type=float, default=50.0,
+                   help="seconds of silence allowed during an inference (default 50)")
+
+
+def _client(spec_text: str, args: argparse.Namespace) -> Any:
+    from dataclasses import replace
+
+    from .board import BoardClient, Timeouts, parse_board_spec
+
+    spec = parse_board_spec(spec_text)
+    has_baud = any(t.isdigit() for t in spec.text.split(":")[1:])
+    if args.baud and spec.kind == "serial" and not has_baud:
+        spec = replace(spec, baud=args.baud)
+    return BoardClient(spec, header_bytes=args.header_bytes, timeouts=Timeouts(op=args.timeout))
+
+
+def cmd_boards(args: argparse.Namespace) -> int:
+    """List ports, and with --probe describe what answers on each."""
+    from .board import list_ports
+    from .errors import BoardError
+
+    specs = list(args.board)
+    if not specs:
+        ports = list_ports()
+        if not ports:
+            print("no USB serial ports found")
+        for port in ports:
+            mark = "ST-LINK" if port.is_stlink else ""
+            print(f"{port.device:<16} {port.vid or 0:04X}:{port.pid or 0:04X} {mark:<8} "
+                  f"{port.description}")
+        specs = [f"serial:{p.device}" for p in ports]
+    if not args.probe:
+        return 0
+    answered = 0
+    for text in specs:
+        client = _client(text, args)
+        try:
+            with client:
+                sync, sysinfo = client.sync(), client.system_info()
+                nets = client.networks()
+            answered += 1
+            print(f"{client.where}: validation firmware msg v{sync.version}, {sysinfo.device} "
+                  f"(0x{sysinfo.devid:03X}) at {sysinfo.sclock_hz / 1e6:g} MHz, runtime "
+                  f"{sync.runtime}, capabilities {', '.join(sync.capabilities) or 'none'}")
+            for net in nets:
+                print(f"  network {net.name!r}: signature {net.signature or '(none)'}, "
+                      f"built {net.compile_datetime}, tool {net.tool_version}, "
+                      f"{len(net.inputs)} input(s), {len(net.outputs)} output(s)")
+        except BoardError as exc:
+            print(f"{client.where}: {exc}")
+    return 0 if answered else 1
+
+
+def _resolve(text: str) -> tuple[Path, str | None]:
+    """(model path, C name from a case or None)."""
+    path = Path(text)
+    if path.is_dir() and (path / "case.toml").is_file():
+        path = path / "case.toml"
+    if path.suffix == ".toml":
+        from .corpus import load_cases
+
+        case = load_cases(path)[0]
+        return case.model, case.c_name
+    return path, None
+
+
+def default_stimulus(descs: Any, seed: int) -> list[Any]:
+    """First sample of stedgeai validate's random stimulus for these board inputs.
+
+    Float: ``RandomState(seed).uniform(0, 1)``; quantised integer inputs: uniform over
+    the representable real range, then ``clip(round(x / s) + zp)``.
+    """
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    out = []
+    for d in descs:
+        if d.dtype.kind in "iu" and d.scale:
+            info = np.iinfo(d.dtype)
+            lo, hi = (info.min - d.zero_point) * d.scale, (info.max - d.zero_point) * d.scale
+            x = rng.uniform(lo, hi, size=d.shape).astype(np.float32)
+            q = np.clip(np.round(x / np.float32(d.scale)) + d.zero_point, info.min, info.max)
+            out.append(q.astype(d.dtype))
+        elif d.dtype.kind == "b":
+            out.append(rng.uniform(0, 1, size=d.shape) > 0.5)
+        else:
+            out.append(rng.uniform(0, 1, size=d.shape).astype(d.dtype))
+    return out
+
+
+def cmd_board_run(args: argparse.Namespace) -> int:
+    """Run one sample and write the dump and its JSON sidecar."""
+    import numpy as np
+
+    from .errors import BoardError
+
+    model, c_name = _resolve(args.model)
+    onnx_in, onnx_out = _onnx_io_names(model)
+    client = _client(args.board, args)
+    with client:
+        sysinfo = client.system_info()
+        net = client.check_network(name=args.name or c_name, signature=args.signature)
+        if args.inputs:
+            with np.load(args.inputs) as f:
+                given = {k: f[k] for k in f.files}
+            inputs = [given.get(d.name, given.get(o)) for d, o in
+                      zip(net.inputs, onnx_in or [d.name for d in net.inputs])]
+            if any(v is None for v in inputs):
+                inputs = list(given.values())
+        else:
+            inputs = default_stimulus(net.inputs, args.seed)
+        if len(inputs) != len(net.inputs):
+            raise BoardError(f"{args.inputs}: {len(inputs)} array(s), the board's network "
+                             f"{net.name!r} takes {len(net.inputs)}")
+        result = client.run(inputs, mode="per-layer-data" if args.per_layer else "io")
+    arrays: dict[str, Any] = {}
+    for node in result.nodes:
+        arrays.update({k: v for k, v in node.tensors.items() if v.size})
+    out_names = list(result.outputs)
+    if len(onnx_out) == len(out_names) and not set(out_names) <= set(onnx_out):
+        out_names = onnx_out  # board-side names (e.g. Quantize_57_out_0): use the model's
+    arrays.update(zip(out_names, result.outputs.values()))
+    in_names = onnx_in if len(onnx_in) == len(inputs) else [d.name for d in net.inputs]
+    arrays.update(zip(in_names, inputs))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(args.out, **arrays)
+    meta = {
+        "schema": DUMP_SCHEMA, "model": str(model), "board": client.where,
+        "device": sysinfo.device, "network": net.name, "signature": net.signature,
+        "mode": "per-layer-data" if args.per_layer else "io", "seed": args.seed,
+        "inputs": in_names, "outputs": out_names, "duration_ms": result.duration_ms,
+        "quant": {name: [d.scale, d.zero_point] for name, d in
+                  [*zip(in_names, net.inputs), *zip(out_names, result.output_descs.values())]
+                  if d.scale},
+        "nodes": [{"name": n.name, "type": n.type, "id": n.id, "duration_ms": n.duration_ms,
+                   "counters": n.counters, "tensors": list(n.tensors),
+                   "quant": {k: [d.scale, d.zero_point] for k, d in n.descs.items() if d.scale}}
+                  for n in result.nodes],
+    }
+    sidecar = args.out.with_suffix(".json")
+    sidecar.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    print(f"{client.where}: network {net.name!r}, {len(result.nodes)} node(s), "
+          f"{result.duration_ms:.3f} ms on the board")
+    print(f"wrote {args.out} ({len(arrays)} arrays) and {sidecar}")
+    if args.per_layer:
+        print(f"next: stedge diverge {model} {args.out}")
+    return 0
+
+
+def _onnx_io_names(model: Path) -> tuple[list[str], list[str]]:
+    """Graph input and output names of an ONNX model (empty when it is not ONNX)."""
+    if model.suffix.lower() != ".onnx" or not model.is_file():
+        return [], []
+    import onnx
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    return [v.name for v in graph.input if v.name not in inits], [v.name for v in graph.output]

@@ -1,26 +1,21 @@
-"""Rebuild the corpus models reproducibly: seeded float graphs, QDQ int8 quantization,
-normalised serialisation, and sha256 pins checked against each case.toml.
+"""Rebuild the corpus models reproducibly: normalised serialisation, sha256 pins
+checked against each case.toml, graph-and-weight comparison with committed models.
 
-The corpus's own ``build.py`` lists :class:`Recipe` objects (what to build, where,
-how to quantize); this module turns them into files. The quantization follows ST's
-advice for the STM32N6: QDQ format, int8 activations (asymmetric, per tensor),
-int8 weights symmetric per output channel, MinMax calibration on seeded random
-inputs. onnxruntime's quantizer is deterministic for a given input, but what it
-records about itself (producer version, metadata) and the order of initializers
-may change between its releases, so :func:`normalise` fixes those.
+The corpus's own ``build.py`` lists :class:`Recipe` objects (which file, and a
+function that builds the model from fixed seeds); this module turns them into
+files. Builders are deterministic, but what a producing library records about
+itself (onnxruntime's producer version and metadata) and the order of
+initializers may change between its releases, so :func:`normalise` fixes those.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import logging
 import os
 import sys
-import tempfile
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -39,32 +34,12 @@ class CorpusBuildError(StedgeError):
 
 
 @dataclass(frozen=True)
-class Quantize:
-    """How to turn a float model into a QDQ int8 one.
-
-    :param seed: seed of the calibration inputs.
-    :param samples: number of calibration inputs.
-    :param low: calibration inputs are uniform in [low, high).
-    :param float_op_types: operator types left in float (their nodes are excluded).
-    :param keep_activations: keep ReLU/Clip nodes the quantizer would fold away.
-    """
-
-    seed: int
-    samples: int = 8
-    low: float = 0.0
-    high: float = 1.0
-    float_op_types: tuple[str, ...] = ()
-    keep_activations: bool = False
-
-
-@dataclass(frozen=True)
 class Recipe:
-    """One model file of the corpus: ``path`` (relative to the corpus root) is
-    ``build()``'s float model, quantized when ``quantize`` is set."""
+    """One model file of the corpus: ``path`` (relative to the corpus root) is what
+    ``build()`` returns, normalised and serialised."""
 
     path: str
     build: Callable[[], "onnx.ModelProto"]
-    quantize: Quantize | None = None
 
 
 @dataclass(frozen=True)
@@ -92,75 +67,8 @@ class Built:
 
 
 def build_bytes(recipe: Recipe) -> bytes:
-    """Build, quantize and normalise one recipe; return the serialised model."""
-    model = recipe.build()
-    if recipe.quantize is not None:
-        model = quantize_qdq(model, recipe.quantize)
-    return normalise(model).SerializeToString(deterministic=True)
-
-
-@contextmanager
-def _quiet_logging() -> Iterator[None]:
-    # onnxruntime.quantization logs a "consider pre-processing" warning on the
-    # root logger for every call; the graphs are already shape-complete.
-    logging.disable(logging.WARNING)
-    try:
-        yield
-    finally:
-        logging.disable(logging.NOTSET)
-
-
-def quantize_qdq(model: "onnx.ModelProto", spec: Quantize) -> "onnx.ModelProto":
-    """Quantize ``model`` statically to QDQ int8 the way ST recommends for the N6."""
-    import numpy as np
-    import onnx
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    graph_input = model.graph.input[0]
-    shape = [d.dim_value for d in graph_input.type.tensor_type.shape.dim]
-    rng = np.random.default_rng(spec.seed)
-    batches = [
-        {graph_input.name: rng.uniform(spec.low, spec.high, shape).astype(np.float32)}
-        for _ in range(spec.samples)
-    ]
-
-    class Reader(CalibrationDataReader):  # type: ignore[misc]
-        def __init__(self) -> None:
-            self._items = iter(batches)
-
-        def get_next(self) -> dict[str, Any] | None:
-            return next(self._items, None)
-
-    op_types = sorted({n.op_type for n in model.graph.node} - set(spec.float_op_types))
-    excluded = [n.name for n in model.graph.node if n.op_type in spec.float_op_types]
-    with tempfile.TemporaryDirectory(prefix="stedge-corpus-") as tmp, _quiet_logging():
-        source, target = Path(tmp) / "float.onnx", Path(tmp) / "qdq.onnx"
-        onnx.save(model, source)
-        quantize_static(
-            str(source),
-            str(target),
-            Reader(),
-            quant_format=QuantFormat.QDQ,
-            per_channel=True,
-            activation_type=QuantType.QInt8,
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=op_types,
-            nodes_to_exclude=excluded,
-            extra_options={
-                "WeightSymmetric": True,
-                "ActivationSymmetric": False,
-                # quantize pooling/reshape after a float node too, so that only
-                # the excluded nodes stay float
-                "ForceQuantizeNoInputCheck": True,
-                "QDQKeepRemovableActivations": spec.keep_activations,
-            },
-        )
-        return onnx.load(target)
+    """Build and normalise one recipe; return the serialised model."""
+    return normalise(recipe.build()).SerializeToString(deterministic=True)
 
 
 def normalise(model: "onnx.ModelProto") -> "onnx.ModelProto":

@@ -44,16 +44,23 @@ class ToolchainError(StedgeError):
         self.reason = reason
         super().__init__(self._describe())
 
+    def _what(self) -> str:
+        if self.timed_out is not None:
+            return f"timed out after {self.timed_out:g} s"
+        if self.returncode is not None and self.returncode != 0:
+            return f"exited with status {self.returncode}"
+        return "failed"
+
+    def short(self) -> str:
+        """One line for summaries: ``stedgeai generate exited with status 2: E103(...)``."""
+        name = Path(self.argv[0]).name if self.argv else "stedgeai"
+        command = " ".join([name, *self.argv[1:2]])
+        return f"{command} {self._what()}" + (f": {self.reason}" if self.reason else "")
+
     def _describe(self) -> str:
         import shlex
 
-        cmd = shlex.join(self.argv)
-        if self.timed_out is not None:
-            head = f"Command {cmd!r} timed out after {self.timed_out:g} s"
-        elif self.returncode is not None and self.returncode != 0:
-            head = f"Command {cmd!r} exited with status {self.returncode}"
-        else:
-            head = f"Command {cmd!r} failed"
+        head = f"Command {shlex.join(self.argv)!r} {self._what()}"
         if self.reason:
             head += f": {self.reason}"
         if self.output_tail:

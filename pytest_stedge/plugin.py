@@ -67,18 +67,22 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    from .errors import ToolchainError
     from .items import StedgeCheckFailure, StedgeItem
 
     if isinstance(item, StedgeItem) and (report.when == "call" or not report.passed):
         row = item.stedge_row()
         if row is not None:
             report.stedge = row  # type: ignore[attr-defined]  # travels to the xdist controller
-            if call.excinfo is not None and isinstance(call.excinfo.value, StedgeCheckFailure):
+            error = call.excinfo.value if call.excinfo is not None else None
+            if isinstance(error, StedgeCheckFailure):
                 from .expect import summarize_miss
 
                 report.stedge_misses = [  # type: ignore[attr-defined]
-                    summarize_miss(m) for m in call.excinfo.value.misses
+                    summarize_miss(m) for m in error.misses
                 ]
+            elif isinstance(error, ToolchainError):
+                report.stedge_misses = [error.short()]  # type: ignore[attr-defined]
     return report
 
 

@@ -140,7 +140,7 @@ def run_stage(
             argv,
             returncode=run.returncode,
             output_tail=tail(run.output),
-            reason=errors[0]["message"] if errors else None,
+            reason=_diagnostic_text(errors[0]) if errors else None,
         )
     output_dir = workdir / "st_ai_output"
     try:
@@ -172,3 +172,10 @@ def run_stage(
         )
     result["stage"] = stage
     return StageRun(result=result, tool=run)
+
+
+def _diagnostic_text(diag: dict[str, Any]) -> str:
+    code, kind, message = diag.get("code"), diag.get("kind"), diag.get("message", "")
+    if code and kind:
+        return f"{code}({kind}): {message}"
+    return f"{kind}: {message}" if kind else str(message)

@@ -42,13 +42,18 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     controller = StedgeController(config, state)
     config.stash[controller_key] = controller
     config.pluginmanager.register(controller, "stedge-controller")
+    recordings: list[dict[str, Any]] = []
     try:
-        controller.open_store()
+        if config.option.collectonly:  # nothing runs: read recordings, record no run
+            if controller.path.exists():
+                with Store.open(controller.path, create=False) as store:
+                    recordings = store.recordings()
+        else:
+            controller.open_store()
+            assert controller.store is not None
+            recordings = controller.store.recordings()
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
-    recordings: list[dict[str, Any]] = []
-    if controller.store is not None:
-        recordings = controller.store.recordings()
     state.setup(discovery, recordings, controller.run_id)
     if controller.store is not None and controller.run_id is not None:
         controller.store.set_run_versions(controller.run_id, state.versions)

@@ -17,7 +17,7 @@ from pytest_stedge.store import Store
 def _run(pytester: pytest.Pytester, corpus: Path, installs: Path, db: Path, *args: str):
     return pytester.runpytest_subprocess(
         str(corpus), "--stedge-root", str(installs), "--stedge-db", str(db),
-        "--stedge-version", "4.0.1", "-p", "no:cacheprovider", *args,
+        "--stedge-version", "4.0.1", "-p", "no:cacheprovider", f"--rootdir={pytester.path}", *args,
     )
 
 
@@ -76,12 +76,13 @@ def _fault_install(root: Path, config: dict) -> Path:
     [
         (
             {"error": "E103(ModelError): Unsupported layer type: GridSample", "exit_code": 2},
-            ["*exited with status 2: E103(ModelError): Unsupported layer type: GridSample*",
-             "*--- last lines of output ---*"],
+            ["exited with status 2: E103(ModelError): Unsupported layer type: GridSample",
+             "--- last lines of output ---"],
         ),
-        ({"crash": True}, ["*exited with status 1*", "*Traceback (most recent call last)*"]),
-        ({"no_output": True}, ["*unreadable output*"]),
-        ({"garbage": ["network_c_info.json", "network_generate_report.txt"]}, ["*unreadable output*"]),
+        ({"crash": True}, ["exited with status 1", "Traceback (most recent call last)"]),
+        ({"no_output": True}, ["unreadable output: ", "st_ai_output"]),
+        ({"garbage": ["network_c_info.json", "network_generate_report.txt"]},
+         ["unreadable output: ", "network_c_info.json"]),
     ],
     ids=["error", "crash", "no-output", "garbage"],
 )
@@ -98,7 +99,9 @@ def test_tool_failure_fails_one_item_and_the_session_goes_on(
     db = tmp_path / "db.duckdb"
     result = _run(pytester, corpus, installs, db)
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines(["*Command '*stedgeai generate --model *broken.onnx*", *expected])
+    result.stdout.fnmatch_lines(["*Command '*stedgeai generate --model *broken.onnx*"])
+    for fragment in expected:
+        assert fragment in result.stdout.str()
     with Store.open(db, create=False) as store:
         run = store.get_run(1)
     failed = [i for i in run["items"] if i["outcome"] == "failed"]
@@ -155,11 +158,12 @@ def test_a_second_session_on_a_busy_store_fails_clearly(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        pytester.makeini("[pytest]\nstedge_db_wait = 1\n")
-        result = _run(pytester, corpus, fake_installs, db)
+        result = _run(pytester, corpus, fake_installs, db, "-o", "stedge_db_wait=1")
     finally:
         holder.kill()
         holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*store *db.duckdb is in use by another pytest-stedge session (waited 1 s)*--stedge-db PATH*"]

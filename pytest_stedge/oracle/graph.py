@@ -9,7 +9,6 @@ operator, so the float tensors between the Q/DQ pairs do not exist.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,31 +39,6 @@ INT_OPS = frozenset(
 _NON_DETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
 )
-# Inputs that carry shapes, axes or quantization parameters, not weights.
-_META_INPUTS: dict[str, tuple[int, ...]] = {
-    "QuantizeLinear": (1, 2),
-    "DequantizeLinear": (1, 2),
-    "Reshape": (1,),
-    "Unsqueeze": (1,),
-    "Squeeze": (1,),
-    "Expand": (1,),
-    "Tile": (1,),
-    "Slice": (1, 2, 3, 4),
-    "Pad": (1, 2, 3),
-    "Resize": (1, 2, 3),
-    "Upsample": (1,),
-    "ReduceMean": (1,),
-    "ReduceSum": (1,),
-    "ReduceMax": (1,),
-    "ReduceMin": (1,),
-    "Split": (1,),
-    "TopK": (1,),
-    "ConstantOfShape": (0,),
-    "Range": (0, 1, 2),
-    "OneHot": (1,),
-    "Clip": (1, 2),
-}
-
 # Bytes per element of ONNX TensorProto data types (strings/unknown: None).
 _ELEM_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 _ELEM_BYTES.update({17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1})  # float8 / int4 (packed: rounded up)
@@ -254,21 +228,32 @@ def _shapes_from_folded(graph: Graph) -> None:
 
     model = graph.model
     g = model.graph
+    # Weights (DQ outputs) have static shapes already: fold only what shapes depend on.
     frontier: list[str] = []
-    seen: set[str] = set()
-    const_nodes = []
-    compute_nodes = []
-    for proto, node in zip(g.node, graph.nodes):
-        if is_compute(graph, node):
-            compute_nodes.append(proto)
-            for name in node.inputs:
-                if name in graph.constants and name not in graph.initializers and name not in seen:
-                    seen.add(name)
-                    frontier.append(name)
-        else:
-            const_nodes.append(proto)
+    for node in graph.nodes:
+        if not is_compute(graph, node):
+            continue
+        for name in node.inputs:
+            prod = graph.producer.get(name)
+            if (
+                name in graph.constants
+                and prod is not None
+                and graph.nodes[prod].op_type not in DQ_OPS
+                and name not in frontier
+            ):
+                frontier.append(name)
     if not frontier:
         return
+    needed: set[int] = set()
+    stack = [graph.producer[n] for n in frontier]
+    while stack:
+        k = stack.pop()
+        if k in needed:
+            continue
+        needed.add(k)
+        stack.extend(graph.producer[n] for n in graph.nodes[k].inputs if n in graph.producer)
+    const_nodes = [p for p, n in zip(g.node, graph.nodes) if n.index in needed]
+    kept_nodes = [p for p, n in zip(g.node, graph.nodes) if n.index not in needed]
     try:
         sub = helper.make_graph(
             const_nodes,
@@ -281,25 +266,26 @@ def _shapes_from_folded(graph: Graph) -> None:
         sub_model.ir_version = model.ir_version
         values = ReferenceEvaluator(sub_model).run(None, {})
         folded = helper.make_graph(
-            compute_nodes,
+            kept_nodes,
             g.name,
             list(g.input),
             list(g.output),
-            list(g.initializer)
-            + [numpy_helper.from_array(v, n) for n, v in zip(frontier, values)],
+            list(g.initializer) + [numpy_helper.from_array(v, n) for n, v in zip(frontier, values)],
         )
         folded_model = helper.make_model(folded, opset_imports=list(model.opset_import))
         folded_model.ir_version = model.ir_version
         for out in folded_model.graph.output:  # let inference replace symbolic output dims
             out.type.tensor_type.ClearField("shape")
         inferred = onnx.shape_inference.infer_shapes(folded_model, data_prop=True)
-    except Exception:  # the fallback is best effort: unresolved tensors stay reported
+    except Exception:  # noqa: BLE001 - best effort: unresolved tensors stay reported
         return
     for value in list(inferred.graph.value_info) + list(inferred.graph.output):
         info = _tensor_info(value)
         old = graph.tensors.get(value.name)
         if info.elements is not None and (old is None or old.elements is None):
-            graph.tensors[value.name] = TensorInfo(value.name, info.dtype or (old.dtype if old else 0), info.shape)
+            graph.tensors[value.name] = TensorInfo(
+                value.name, info.dtype or (old.dtype if old else 0), info.shape
+            )
 
 
 def _index(graph: Graph) -> None:
@@ -334,91 +320,3 @@ def _find_constants(graph: Graph) -> None:
 def is_compute(graph: Graph, node: Node) -> bool:
     """A node that runs at inference time (it reads at least one activation)."""
     return not all(o in graph.constants for o in node.outputs if o)
-
-
-@dataclass
-class QdqInfo:
-    """How a QDQ model folds: quantized nodes, float nodes, folded tensors."""
-
-    qdq: bool
-    quantized: set[int]
-    float_nodes: list[int]
-
-
-def classify(graph: Graph) -> QdqInfo:
-    """Which compute nodes are quantized and which stay float.
-
-    A compute node is quantized when every activation input comes from a
-    DequantizeLinear and every output goes only to QuantizeLinear nodes (it is
-    then one int8 operator on the target), or when it is a QOperator node.
-    """
-    nodes = graph.nodes
-    compute = [n for n in nodes if is_compute(graph, n)]
-    qdq = any(n.op_type in Q_OPS | DQ_OPS | INT_OPS for n in compute)
-    quantized: set[int] = set()
-    for node in compute:
-        if node.op_type in Q_OPS | DQ_OPS:
-            continue
-        if node.op_type in INT_OPS:
-            quantized.add(node.index)
-            continue
-        acts = [n for n in node.inputs if n and n not in graph.constants]
-        if not acts:
-            continue
-        ins_ok = all(
-            n in graph.producer and nodes[graph.producer[n]].op_type in DQ_OPS for n in acts
-        )
-        outs = [o for o in node.outputs if o]
-        outs_ok = bool(outs) and all(
-            o not in graph.outputs
-            and graph.consumers.get(o)
-            and all(nodes[c].op_type in Q_OPS for c in graph.consumers[o])
-            for o in outs
-        )
-        if ins_ok and outs_ok:
-            quantized.add(node.index)
-    float_nodes = [
-        n.index
-        for n in compute
-        if n.op_type not in Q_OPS | DQ_OPS and n.index not in quantized
-    ]
-    return QdqInfo(qdq=qdq, quantized=quantized, float_nodes=float_nodes)
-
-
-def weights(graph: Graph) -> tuple[int, int]:
-    """Parameter count and weight bytes as deployed.
-
-    The weights are the constant tensors that compute nodes read. A weight made
-    by DequantizeLinear is stored as its quantized input (int8 1 byte, int32
-    biases 4); float weights are 4 bytes. Shapes, axes and quantization
-    parameters are not weights.
-    """
-    nodes = graph.nodes
-    seen: set[str] = set()
-    params = 0
-    nbytes = 0
-    for node in nodes:
-        if not is_compute(graph, node):
-            continue
-        meta = _META_INPUTS.get(node.op_type, ())
-        for pos, name in enumerate(node.inputs):
-            if not name or name not in graph.constants or pos in meta or name in seen:
-                continue
-            seen.add(name)
-            stored = name
-            prod = graph.producer.get(name)
-            if prod is not None and nodes[prod].op_type in DQ_OPS:
-                stored = nodes[prod].inputs[0]
-            info = graph.info(stored)
-            count = info.elements
-            width = elem_bytes(info.dtype)
-            if count is None or width is None:
-                continue
-            params += count
-            nbytes += count * width
-    return params, nbytes
-
-
-def op_counts(graph: Graph) -> dict[str, int]:
-    """Operator counts over every node of the main graph."""
-    return dict(sorted(Counter(n.op_type for n in graph.nodes).items()))

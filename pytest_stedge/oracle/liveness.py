@@ -2,7 +2,9 @@
 
 Each step is a compute node that runs on the target: folded Q/DQ nodes are not
 steps, and view operators (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
-Dropout) write into the buffer they read, as deployments do. A buffer is live
+Dropout) write into the buffer they read, as deployments do. A QDQ model's float
+inputs and outputs that only feed a QuantizeLinear / come from a
+DequantizeLinear are int8 on the target, as stedgeai makes them. A buffer is live
 from the step that writes it (graph inputs: step 0) to the last step that reads
 it (graph outputs: the last step), both inclusive, so the running node's inputs
 and outputs are counted together.
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .graph import DQ_OPS, Q_OPS, Graph, QdqInfo, elem_bytes, is_compute
+from .facts import QdqInfo
+from .graph import DQ_OPS, Q_OPS, Graph, elem_bytes, is_compute
 
+_INT8 = 3  # TensorProto.INT8
 VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 
 
@@ -80,7 +84,8 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
     nodes = graph.nodes
     const = graph.constants
     aliases = _Aliases()
-    dtype_of: dict[str, int] = {}
+    # Deployed element type of the tensors stored in int8 (float inputs included).
+    dtype_of: dict[str, int] = dict.fromkeys(qdq.int8_inputs, _INT8)
     steps: list[Step] = []
 
     def is_act(name: str) -> bool:
@@ -93,17 +98,22 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
         if op in DQ_OPS and is_act(node.inputs[0]):
             out = node.outputs[0]
             users = graph.consumers.get(out, [])
-            if out not in graph.outputs and users and all(u in qdq.quantized for u in users):
+            # A dequantized graph output is delivered in int8, like stedgeai does.
+            if (out in graph.outputs and not users) or (
+                out not in graph.outputs and users and all(u in qdq.quantized for u in users)
+            ):
                 aliases.union(out, node.inputs[0])
                 continue
         if op in Q_OPS and is_act(node.inputs[0]):
             src = node.inputs[0]
             prod = graph.producer.get(src)
-            if prod is not None and prod in qdq.quantized:
+            if (prod is not None and prod in qdq.quantized) or src in qdq.int8_inputs:
                 # The int8 operator writes the quantized tensor directly.
-                dtype_of[aliases.find(src)] = graph.info(node.outputs[0]).dtype
+                dtype_of[src] = graph.info(node.outputs[0]).dtype
                 aliases.union(node.outputs[0], src)
                 continue
+        if op in DQ_OPS and is_act(node.inputs[0]):
+            dtype_of.setdefault(node.inputs[0], graph.info(node.inputs[0]).dtype)
         reads: list[str] = []
         for name in node.inputs:
             if not is_act(name):
@@ -123,6 +133,11 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
             for k, o in enumerate(node.outputs)
             if o and (k == 0 or graph.consumers.get(o) or o in graph.outputs)
         ]
+        if node.index in qdq.quantized and reads:
+            # An int8 operator's outputs are int8 like its inputs.
+            width = next((dtype_of[r] for r in reads if r in dtype_of), 0) or _INT8
+            for name in writes:
+                dtype_of.setdefault(name, width)
         if op in VIEW_OPS and reads and writes:
             aliases.union(writes[0], reads[0])
         steps.append(Step(node.name, op, reads, writes))
@@ -173,7 +188,10 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
     buffers: list[Buffer] = []
     unresolved: list[str] = []
     for root in order:
-        size = _size(graph, groups[root], dtype_of.get(root))
+        types = [dtype_of[m] for m in groups[root] if m in dtype_of]
+        size = _size(
+            graph, groups[root], min(types, key=lambda d: elem_bytes(d) or 8) if types else None
+        )
         if size is None:
             unresolved.extend(groups[root])
         buffers.append(Buffer(root, size, start.get(root, 0), end[root], groups[root]))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .graph import Graph, build_graph, classify, op_counts, weights
+from .facts import classify, op_counts, weights
+from .graph import Graph, build_graph
 from .liveness import Liveness, analyze_liveness
 from .planner import Item, Plan, plan_offsets
 

@@ -1,1 +1,18 @@
-"""Parsers of every stedgeai output format into the Result (DESIGN.md §3)."""
+"""Parsers of every stedgeai output format into the Result (DESIGN.md §3).
+
+Public API (stable; the toolchain runner and ``stedge ingest`` use it)::
+
+    parse_path(path)             # one output file or an output folder -> Result
+    parse_file(path)             # one file -> Result
+    parse_version_banner(text)   # "ST Edge AI Core v4.0.1-20581 7ed50de05" -> {version, build, revision}
+    extract_diagnostics(text)    # E<nnn>(Kind) / INTERNAL ERROR / TOOL ERROR lines -> diagnostics
+
+Every failure to read is a :class:`pytest_stedge.errors.ReportParseError` naming the file.
+"""
+
+from __future__ import annotations
+
+from pytest_stedge.parsers.common import extract_diagnostics, parse_version_banner
+from pytest_stedge.parsers.folder import parse_file, parse_path
+
+__all__ = ["extract_diagnostics", "parse_file", "parse_path", "parse_version_banner"]

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.parsers.common import decode_text, split_tool_version, version_warning
+from pytest_stedge.parsers.common import (
+    as_int,
+    decode_text,
+    normalize_target,
+    split_tool_version,
+    version_warning,
+)
 from pytest_stedge.result import Result, new_result
 
 _KIND = {
@@ -35,7 +41,9 @@ def load_json(path: Path, data: bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReportParseError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from exc
+        raise ReportParseError(
+            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from exc
     except RecursionError as exc:
         raise ReportParseError(path, "invalid JSON: nested too deeply") from exc
 
@@ -61,7 +69,9 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
     result = new_result("unknown")
     env = _dict(doc.get("environment"))
     tools = [t for t in _list(env.get("tools")) if isinstance(t, dict)]
-    core = next((t for t in tools if "EdgeAI" in str(t.get("name", ""))), tools[0] if tools else None)
+    core = next(
+        (t for t in tools if "EdgeAI" in str(t.get("name", ""))), tools[0] if tools else None
+    )
     tool: dict[str, Any] = {}
     if core is not None:
         tool.update(split_tool_version(str(core.get("version", ""))))
@@ -70,7 +80,7 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
             result["command"] = args[0]
         target = _option(args, "--target") or _option(args, "--series")
         if target:
-            result["target"] = target.lower()
+            result["target"] = normalize_target(target)
         model = _model(core)
         if model:
             result["model"] = model
@@ -83,7 +93,7 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
     if warning:
         diagnostics.append(warning)
     if "target" not in result and env.get("target"):
-        result["target"] = str(env["target"]).lower()
+        result["target"] = normalize_target(str(env["target"]))
 
     memory = _memory(doc)
     nodes = _nodes(doc)
@@ -95,7 +105,11 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
         if "target" not in result:
             result["target"] = "stm32n6"
     elif nodes:
-        macc = sum(n["macc"] for n in nodes if isinstance(n.get("macc"), int) and not isinstance(n["macc"], bool))
+        macc = sum(
+            n["macc"]
+            for n in nodes
+            if isinstance(n.get("macc"), int) and not isinstance(n["macc"], bool)
+        )
         if any("macc" in n for n in nodes):
             result["macc"] = macc
     if memory:
@@ -121,9 +135,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return int(value)
+    return as_int(value)
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -171,11 +183,14 @@ def _memory(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    params_by_pool: dict[Any, int] = {}
+    params_by_pool: dict[int, int] = {}
     for buf in _list(doc.get("buffers")):
         if isinstance(buf, dict) and buf.get("is_param") is True:
-            size = _int(buf.get("size_bytes")) or 0
-            params_by_pool[buf.get("mpool_id")] = params_by_pool.get(buf.get("mpool_id"), 0) + size
+            pool_id = _int(buf.get("mpool_id"))
+            if pool_id is not None:
+                params_by_pool[pool_id] = params_by_pool.get(pool_id, 0) + (
+                    _int(buf.get("size_bytes")) or 0
+                )
     pools = []
     for pool in _list(doc.get("memory_pools")):
         if not isinstance(pool, dict):
@@ -183,16 +198,20 @@ def _pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
         # Aggregates of other pools (N6 "cpuRAM2_npuRAM3_...") would count bytes twice.
         if _list(pool.get("subpools")):
             continue
-        entry: dict[str, Any] = {"name": str(pool.get("name", pool.get("id", "")))}
+        name = pool.get("name", pool.get("id", ""))
+        entry: dict[str, Any] = {"name": name if isinstance(name, str) else json.dumps(name)}
         size = _int(pool.get("size_bytes"))
         if size is not None and size >= 0:
             entry["size_bytes"] = size
         used = _int(pool.get("used_size_bytes"))
         if used is not None:
             entry["used_bytes"] = used
-            weights = params_by_pool.get(pool.get("id"))
-            if weights is None and doc.get("buffers") is not None:
-                weights = 0
+            if pool.get("rights") == "ACC_READ":
+                weights: int | None = used  # read-only pools hold only constants
+            else:
+                weights = params_by_pool.get(_int(pool.get("id")) or -1)
+                if weights is None and doc.get("buffers") is not None:
+                    weights = 0
             if weights is not None:
                 weights = min(weights, used)
                 entry["weights_bytes"] = weights
@@ -234,7 +253,11 @@ def _epochs(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
         if types and all(t in _PSEUDO_OPS for t in types):
             continue
         if kind in ("sw", "hybrid"):
-            ops = [op_type(s) for s in subs if "SW" in str(s.get("mapping", "")) and op_type(s) not in _PSEUDO_OPS]
+            ops = [
+                op_type(s)
+                for s in subs
+                if "SW" in str(s.get("mapping", "")) and op_type(s) not in _PSEUDO_OPS
+            ]
         else:
             ops = [t for t in types if t not in _PSEUDO_OPS]
         counts[kind] += 1
@@ -311,17 +334,20 @@ def _validation(doc: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
     device = env.get("device")
     if device:
         validation["device"] = str(device)
-        validation["mode"] = "host" if "x86" in str(device).lower() or "host" in str(device).lower() else "target"
+        validation["mode"] = (
+            "host" if "x86" in str(device).lower() or "host" in str(device).lower() else "target"
+        )
     graphs = _list(doc.get("graphs"))
     exec_time = _dict(graphs[0].get("exec_time")) if graphs and isinstance(graphs[0], dict) else {}
     duration = exec_time.get("duration_ms")
     if not isinstance(duration, (int, float)) or isinstance(duration, bool):
         aton = [a for a in _list(doc.get("aton_execution_time")) if isinstance(a, dict)]
         values = [a.get("duration_ms") for a in aton]
-        if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            duration = sum(values)  # one entry per epoch block; their sum is the inference
-        else:
-            duration = None
+        numbers = [
+            float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        # one entry per epoch block; their sum is the inference
+        duration = sum(numbers) if numbers and len(numbers) == len(values) else None
     if duration is not None:
         validation["duration_ms"] = float(duration)
     return validation

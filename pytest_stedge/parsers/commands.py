@@ -1,10 +1,125 @@
-"""Subcommands of ``stedge`` (placeholder: filled by the issue that owns them)."""
+"""``stedge parse PATH [--json]``: read stedgeai outputs and print the Result."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
 
+_EPILOG = """examples:
+  stedge parse st_ai_output/                    summary of a generate/validate output folder
+  stedge parse st_ai_output/network_c_info.json one file
+  stedge parse ~/.stm32cubemx/network_output --json > result.json
+  stedge parse console.log                      a captured console (tqdm/ANSI are ignored)
+"""
 
-def add_commands(subparsers: "argparse._SubParsersAction[Any]") -> None:
-    """Register this module's subcommands."""
+
+def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register ``stedge parse``."""
+    parser = subparsers.add_parser(
+        "parse",
+        help="read stedgeai output files or folders into a Result",
+        description=(
+            "Read a stedgeai/stm32ai output file (text report, console capture, c_info.json, "
+            "report.json, val_io.npz, validation CSV) or a whole output folder, and print the "
+            "normalised Result: a readable summary by default, JSON with --json."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "path",
+        help="an output file or folder (st_ai_output/, CubeMX .ai/, st_ai_ws/neural_art__network/)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the Result as JSON")
+    parser.set_defaults(handler=_parse_command)
+
+
+def _parse_command(args: argparse.Namespace) -> int:
+    from pytest_stedge.errors import StedgeError
+    from pytest_stedge.parsers import parse_path
+
+    try:
+        result = parse_path(args.path)
+    except StedgeError as exc:
+        print(f"stedge parse: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=False))
+    else:
+        print(summary(result))
+    return 0
+
+
+def _bytes(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return "?"
+    if abs(value) >= 1024 * 1024:
+        return f"{value:,} B ({value / 1024 / 1024:.2f} MiB)"
+    if abs(value) >= 1024:
+        return f"{value:,} B ({value / 1024:.2f} KiB)"
+    return f"{value:,} B"
+
+
+def summary(result: dict[str, Any]) -> str:
+    """A readable multi-line summary of a Result."""
+    lines: list[str] = []
+    tool = result.get("tool") or {}
+    version = tool.get("version", "unknown version")
+    extra = " ".join(str(tool[k]) for k in ("build", "revision") if tool.get(k))
+    lines.append(
+        f"stedgeai {version}{' (' + extra + ')' if extra else ''}  {result.get('command', '?')}"
+        f"  target={result.get('target', '?')}{'  Neural-ART' if result.get('neural_art') else ''}"
+    )
+    if tool.get("compiler"):
+        lines.append(f"  Neural-ART compiler {tool['compiler']}")
+    model = result.get("model") or {}
+    if model:
+        lines.append(
+            f"{'model':<12}{model.get('name', '?')} ({model.get('type', '?')}) {model.get('hash', '')}".rstrip()
+        )
+    memory = result.get("memory") or {}
+    for key, label in (("weights_bytes", "weights"), ("activations_bytes", "activations")):
+        if key in memory:
+            lines.append(f"{label:<12}{_bytes(memory[key])}")
+    if memory.get("io_bytes"):
+        lines.append(
+            f"{'io':<12}in {_bytes(memory['io_bytes'][0])}, out {_bytes(memory['io_bytes'][1])}"
+        )
+    if "macc" in result:
+        lines.append(f"{'macc':<12}{result['macc']:,}")
+    for pool in memory.get("pools") or []:
+        if pool.get("used_bytes"):
+            size = f" / {_bytes(pool['size_bytes'])}" if pool.get("size_bytes") else ""
+            lines.append(
+                f"  pool {pool['name']:<18} {_bytes(pool['used_bytes'])}{size}"
+                f"  (weights {_bytes(pool.get('weights_bytes'))}, activations {_bytes(pool.get('activations_bytes'))})"
+            )
+    epochs = result.get("epochs")
+    if epochs:
+        counts = ", ".join(f"{k} {epochs[k]}" for k in ("hw", "ec", "sw", "hybrid") if k in epochs)
+        lines.append(f"{'epochs':<12}{epochs.get('total', '?')} ({counts})")
+    if result.get("software_ops"):
+        lines.append(f"{'SW ops':<12}{', '.join(result['software_ops'])}")
+    validation = result.get("validation") or {}
+    if validation:
+        head = ", ".join(
+            f"{k} {validation[k]}"
+            for k in ("mode", "samples", "duration_ms", "device")
+            if k in validation
+        )
+        lines.append(f"{'validation':<12}{head}")
+        for out in validation.get("outputs") or []:
+            metrics = "  ".join(
+                f"{k}={out[k]:.6g}"
+                for k in ("acc", "rmse", "mae", "l2r", "snr", "nse", "cos")
+                if k in out
+            )
+            lines.append(f"  {out.get('name', '?')}: {metrics}")
+    for diag in result.get("diagnostics") or []:
+        code = diag.get("code") or diag.get("kind", "")
+        lines.append(f"{diag.get('level', 'error')}: {code}: {diag.get('message', '')}")
+    for source in result.get("sources") or []:
+        lines.append(f"{'source':<12}{source}")
+    return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,9 @@ from pytest_stedge.errors import ReportParseError
 
 # Versions whose formats the parsers were written against (stedgeai-formats.md §1.2).
 # Legacy X-CUBE-AI (stm32ai) numbering runs 5.x -> 9.0; ST Edge AI Core restarts at 1.0.
-KNOWN_CORE_VERSIONS = {(1, 0), (2, 0), (2, 1), (2, 2), (3, 0), (4, 0)}
-KNOWN_LEGACY_MAJORS = range(5, 10)
+# "STEdgeAI Core v9.0.0" (X-CUBE-AI 9.0) sits between the two numberings.
+KNOWN_CORE_VERSIONS = {(1, 0), (2, 0), (2, 1), (2, 2), (3, 0), (4, 0), (9, 0)}
+KNOWN_LEGACY_MAJORS = range(4, 9)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # tqdm progress bars (PASS:  92%|...| 158/171 [...]) and other N%| bars; dropped whole.
@@ -26,7 +28,7 @@ _LEGACY_BANNER = re.compile(
 _CUBEAI_COMPONENT = re.compile(r"^\s*STM32CubeAI\s+(\S+)", re.MULTILINE)
 
 _DIAG_CODE = re.compile(r"\b(E\d{3})\((\w+)\):\s*(.*)")
-_DIAG_PLAIN = re.compile(r"\b(INTERNAL ERROR|TOOL ERROR):\s*(.*)")
+_DIAG_PLAIN = re.compile(r"\b(INTERNAL ERROR|TOOL ERROR|LOAD ERROR):\s*(.*)")
 
 # Size units as the tool prints them; kB/KiB/KBytes are all 1024 bytes (a 240.000 kB pool
 # is 245,760 bytes in c_info).
@@ -43,7 +45,9 @@ _UNITS = {
     "gb": 1024**3,
     "gib": 1024**3,
 }
-_SIZE = re.compile(r"(-?[\d,]+(?:\.\d+)?)\s*([KMG]?i?B(?:ytes)?|[kKMG]Bytes|Bytes|B)\b", re.IGNORECASE)
+_SIZE = re.compile(
+    r"(-?[\d,]+(?:\.\d+)?)\s*([KMG]?i?B(?:ytes)?|[kKMG]Bytes|Bytes|B)\b", re.IGNORECASE
+)
 
 
 def read_bytes(path: Path) -> bytes:
@@ -69,12 +73,13 @@ def decode_text(path: Path, data: bytes) -> str:
         if odd_nuls > len(head) // 4:
             text = data.decode("utf-16-le", errors="replace")
         else:
-            raise ReportParseError(path, "binary file, not a text report or JSON written by stedgeai")
+            raise ReportParseError(
+                path, "binary file, not a text report or JSON written by stedgeai"
+            )
     else:
         text = data.decode("utf-8", errors="replace")
         text = _undo_utf16_misread(text)
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     return text.replace("\xa0", " ").replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -99,6 +104,21 @@ def clean_console(text: str) -> list[str]:
     if "%|" in text:
         lines = [line for line in lines if not _TQDM.match(line)]
     return lines
+
+
+def as_int(value: Any) -> int | None:
+    """A JSON number as int; None for bools, strings, NaN/inf and anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value)
+
+
+def normalize_target(value: str) -> str:
+    """The ``--target`` name: reports print ``stm32n6npu``/``stm32u3hsp`` for the same runs."""
+    target = value.strip().strip("'\"").lower()
+    return re.sub(r"^(stm32n6)npu$|^(stm32u3)hsp$", lambda m: m.group(1) or m.group(2), target)
 
 
 def parse_int(text: str) -> int | None:
@@ -128,7 +148,7 @@ def parse_size(text: str) -> int | None:
     unit = _UNITS.get(match.group(2).lower())
     if number is None or unit is None:
         return None
-    return int(round(number * unit))
+    return round(number * unit)
 
 
 def first_int(text: str) -> int | None:
@@ -184,15 +204,20 @@ def split_tool_version(value: str) -> dict[str, Any]:
     return out
 
 
-def version_warning(version: str | None) -> dict[str, Any] | None:
-    """A warning diagnostic when ``version`` is outside the versions the parsers know."""
+def version_warning(version: str | None, family: str = "stedgeai") -> dict[str, Any] | None:
+    """A warning diagnostic when ``version`` is outside the versions the parsers know.
+
+    :param family: ``"stedgeai"`` (ST Edge AI Core numbering) or ``"stm32ai"`` (X-CUBE-AI).
+    """
     if not version:
         return None
     match = re.match(r"(\d+)\.(\d+)", version)
     if not match:
         return None
     major, minor = int(match.group(1)), int(match.group(2))
-    if (major, minor) in KNOWN_CORE_VERSIONS or major in KNOWN_LEGACY_MAJORS:
+    if family == "stm32ai" and major in KNOWN_LEGACY_MAJORS:
+        return None
+    if family != "stm32ai" and (major, minor) in KNOWN_CORE_VERSIONS:
         return None
     return {
         "level": "warning",
@@ -208,12 +233,11 @@ def version_warning(version: str | None) -> dict[str, Any] | None:
 def extract_diagnostics(text: str) -> list[dict[str, Any]]:
     """Collect tool errors from console output or a report.
 
-    ``E<nnn>(Kind): message``, ``INTERNAL ERROR: ...`` and ``TOOL ERROR: ...`` become error
-    diagnostics (each once, in order). ``E: ...`` lines are warnings the tool prints while
+    ``E<nnn>(Kind): message``, ``INTERNAL ERROR: ...``, ``TOOL ERROR: ...`` and the AI runner's
+    ``LOAD ERROR: ...`` (board did not answer) become error diagnostics (each once, in order). ``E: ...`` lines are warnings the tool prints while
     succeeding and are ignored.
     """
     out: list[dict[str, Any]] = []
-    seen: set[tuple[str, str]] = set()
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     for line in text.splitlines():
@@ -233,8 +257,14 @@ def extract_diagnostics(text: str) -> list[dict[str, Any]]:
                 continue
             kind = plain.group(1).title().replace(" ", "")
             diag = {"level": "error", "kind": kind, "message": plain.group(2).strip()}
-        key = (diag.get("code") or diag["kind"], diag["message"])
-        if key not in seen:
-            seen.add(key)
+        # Wrappers (AI Studio's "Run failed: ... LOAD ERROR: <msg>. Please check ...") repeat a
+        # message with a tail: the same error is kept once.
+        if not any(
+            (d.get("code"), d["kind"]) == (diag.get("code"), diag["kind"])
+            and (
+                diag["message"].startswith(d["message"]) or d["message"].startswith(diag["message"])
+            )
+            for d in out
+        ):
             out.append(diag)
     return out

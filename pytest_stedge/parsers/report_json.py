@@ -7,19 +7,27 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.parsers.c_info import validation_from_metrics
-from pytest_stedge.parsers.common import extract_diagnostics, split_tool_version, version_warning
+from pytest_stedge.parsers.common import (
+    as_int,
+    extract_diagnostics,
+    normalize_target,
+    split_tool_version,
+    version_warning,
+)
 from pytest_stedge.result import Result, new_result
 
 
 def is_report_json(doc: Any) -> bool:
     """Whether a parsed JSON document is a legacy report.json."""
-    return isinstance(doc, dict) and "report_version" in doc and ("rom_size" in doc or "exec_cmd" in doc)
+    return (
+        isinstance(doc, dict)
+        and "report_version" in doc
+        and ("rom_size" in doc or "exec_cmd" in doc)
+    )
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return int(value)
+    return as_int(value)
 
 
 def _tool(doc: dict[str, Any]) -> dict[str, Any]:
@@ -45,13 +53,14 @@ def parse_report_json(path: Path, doc: dict[str, Any]) -> Result:
     diagnostics: list[dict[str, Any]] = []
     if tool:
         result["tool"] = tool
-        warning = version_warning(tool.get("version"))
+        family = "stm32ai" if isinstance(doc.get("tools_version"), dict) else "stedgeai"
+        warning = version_warning(tool.get("version"), family)
         if warning:
             diagnostics.append(warning)
     params = str(doc.get("cli_parameters") or "")
     target = re.search(r"--(?:target|series)[ =](\S+)", params)
     if target:
-        result["target"] = target.group(1).strip("'\"").lower()
+        result["target"] = normalize_target(target.group(1))
     model: dict[str, Any] = {}
     if doc.get("model_name"):
         model["name"] = str(doc["model_name"])
@@ -91,9 +100,15 @@ def parse_report_json(path: Path, doc: dict[str, Any]) -> Result:
     errors = doc.get("error_str")
     if isinstance(errors, list):
         for message in errors:
-            diagnostics.extend(extract_diagnostics(str(message)) or [{"level": "error", "kind": "ToolError", "message": str(message)}])
+            diagnostics.extend(
+                extract_diagnostics(str(message))
+                or [{"level": "error", "kind": "ToolError", "message": str(message)}]
+            )
     elif isinstance(errors, str) and errors:
-        diagnostics.extend(extract_diagnostics(errors) or [{"level": "error", "kind": "ToolError", "message": errors}])
+        diagnostics.extend(
+            extract_diagnostics(errors)
+            or [{"level": "error", "kind": "ToolError", "message": errors}]
+        )
     if diagnostics:
         result["diagnostics"] = diagnostics
     result["sources"] = [str(path)]

@@ -18,15 +18,29 @@ _POOL = re.compile(
 )
 _TOTAL = re.compile(r"^\s*Total:\s*(.+?)\s*--\s*weights:\s*(.+?)\s+activations:\s*(.+?)\s*$")
 
-_V2_TOTAL = re.compile(r"Total number of epochs:\s*(\d+)\s+of which\s+(\d+)\s+implemented in software")
+_V2_TOTAL = re.compile(
+    r"Total number of epochs:\s*(\d+)\s+of which\s+(\d+)\s+implemented in software"
+)
 _V2_LINE = re.compile(r"^\s*epoch\s+(\d+)\s+(HW|EC|-SW-|\?\?)(?:\s+\(\s*(.*?)\s*\))?\s*$")
 _V3_TOTAL = re.compile(r"^\s*Total number of epochs\s+(\d+)\s*$")
 _V3_SW = re.compile(r"pure software \(SW\) epochs\s+(\d+)")
 _V3_HYBRID = re.compile(r"hybrid epochs \(using both software and hardware\)\s+(\d+)")
-_V3_HW = re.compile(r"pure hardware \(HW or EC\) epochs\s+(\d+)(?:\s*\(implemented in (\d+) epoch controller)?")
-_V3_ROW = re.compile(r"^\s*\|\s*(epoch_(\d+)|epochs\s+(\d+)\s*->\s*(\d+)|<[^>]*>)\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$")
+_V3_HW = re.compile(
+    r"pure hardware \(HW or EC\) epochs\s+(\d+)(?:\s*\(implemented in (\d+) epoch controller)?"
+)
+_V3_ROW = re.compile(
+    r"^\s*\|\s*(epoch_(\d+)|epochs\s+(\d+)\s*->\s*(\d+)|<[^>]*>)\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$"
+)
 
-_KINDS = {"HW": "hw", "EC": "ec", "-SW-": "sw", "SW": "sw", "??": "hybrid", "HYBRID": "hybrid", "MIX": "hybrid"}
+_KINDS = {
+    "HW": "hw",
+    "EC": "ec",
+    "-SW-": "sw",
+    "SW": "sw",
+    "??": "hybrid",
+    "HYBRID": "hybrid",
+    "MIX": "hybrid",
+}
 
 
 def parse_memory_usage(lines: list[str]) -> dict[str, Any]:
@@ -159,6 +173,14 @@ def _epoch_counts(
 
 
 def software_ops(epochs: dict[str, Any]) -> list[str]:
-    """Sorted operator types of SW and hybrid epochs."""
-    ops = {op for e in epochs.get("list", []) if e["kind"] in ("sw", "hybrid") for op in e["ops"]}
-    return sorted(ops)
+    """Sorted operator types of SW and hybrid epochs.
+
+    4.x details read ``Sub(float)``; the type is ``Sub`` (the epoch list keeps the detail).
+    """
+    ops = {
+        re.sub(r"\s*\(.*\)$", "", op)
+        for e in epochs.get("list", [])
+        if e["kind"] in ("sw", "hybrid")
+        for op in e["ops"]
+    }
+    return sorted(op for op in ops if op)

@@ -20,6 +20,7 @@ from pytest_stedge.parsers.common import (
     clean_console,
     extract_diagnostics,
     first_int,
+    normalize_target,
     parse_int,
     parse_version_banner,
     version_warning,
@@ -31,12 +32,17 @@ _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d+\s+\[\w+\]\s
 _SUMMARY = re.compile(r"Exec/report summary \((\w+)")
 _KV = re.compile(r"^\s*([A-Za-z][\w #/().-]*?)\s*:\s+(.*?)\s*$")
 _TOTALS = re.compile(
-    r"^\s*model(?:/c-model)?:\s*macc=([\d,\-]+)(?:/([\d,\-]+))?\s+weights=([\d,\-]+)(?:/([\d,\-]+))?"
-    r"\s+activations=([\d,\-]+)(?:/([\d,\-]+))?"
+    r"^\s*model(?:/c-model)?:\s*macc=([\d,\-]+)(?:/([\d,\-]+))?(?:\s+\S+%\))?\s+weights=([\d,\-]+)(?:/([\d,\-]+))?"
+    r"(?:\s+\S+%\))?\s+activations=([\d,\-]+)(?:/([\d,\-]+))?"
 )
 _RAM_TOTAL = re.compile(r"=\s*([\d,]+)\s*\+\s*([\d,]+)\s*\+\s*([\d,]+)")
 _SECTION_ROW = re.compile(r"^\s*(\S.*?)\s{2,}([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s*$")
 _SECTION_TITLE = re.compile(r'Requested memory size by section - "([^"]+)" target')
+# ".../STEdgeAI/2.2/Utilities/..." or Developer Cloud's ".../X-CUBE-AI/2.2.0/Utilities/..." (core
+# numbering, below the 5.x+ pack numbers).
+_INSTALL_PATH = re.compile(
+    r"[\\/](?:STEdgeAI(?:_Core)?|X-CUBE-AI)[\\/]([1-4]\.\d+(?:\.\d+)?)[\\/]Utilities[\\/]"
+)
 _MARKERS = (
     "Exec/report summary",
     "Evaluation report (summary)",
@@ -47,12 +53,26 @@ _MARKERS = (
     "Generated C-graph summary",
 )
 _MODEL_TYPES = ("onnx", "tflite", "keras")
+_BANNER_START = re.compile(
+    r"(?:ST\s?Edge\s?AI Core v\d|Neural Network Tools for STM32|stm32ai - Neural Network Tools)"
+)
 
 
-def looks_like_report(text: str) -> bool:
-    """Whether ``text`` holds anything a stedgeai run printed."""
-    head = text[:200_000]
-    return parse_version_banner(head) is not None or any(m in head for m in _MARKERS) or "model/c-model:" in head
+def looks_like_report(lines: list[str]) -> bool:
+    """Whether ``lines`` hold anything a stedgeai run printed.
+
+    The banner or a section title must start a line: notes that merely quote a banner
+    (a README, an index) are not tool output.
+    """
+    for line in lines:
+        stripped = line.lstrip(" \t>")
+        if (
+            _BANNER_START.match(stripped)
+            or stripped.startswith(_MARKERS)
+            or stripped.startswith("model/c-model:")
+        ):
+            return True
+    return False
 
 
 def parse_text_report(path: Path, text: str) -> Result:
@@ -62,14 +82,22 @@ def parse_text_report(path: Path, text: str) -> Result:
     """
     lines = [_LOG_PREFIX.sub("", line) for line in clean_console(text)]
     joined = "\n".join(lines)
-    if not looks_like_report(joined):
+    if not looks_like_report(lines):
         raise ReportParseError(path, "no stedgeai version banner or report section found", line=1)
     result = new_result("unknown")
-    banner = parse_version_banner(joined)
+    banner_line = next((line for line in lines if _BANNER_START.match(line.lstrip(" \t>"))), "")
+    banner = parse_version_banner(banner_line) if banner_line else None
     diagnostics = extract_diagnostics(joined)
     if banner:
         result["tool"] = {k: banner[k] for k in ("version", "build", "revision") if k in banner}
-        warning = version_warning(banner["version"])
+    else:
+        installed = _INSTALL_PATH.search(joined)
+        if installed:  # Developer Cloud consoles print no banner, only the install path
+            parts = installed.group(1).split(".")
+            result["tool"] = {"version": ".".join((parts + ["0", "0"])[:3])}
+    if "tool" in result:
+        family = banner["family"] if banner else "stedgeai"
+        warning = version_warning(result["tool"]["version"], family)
         if warning:
             diagnostics.append(warning)
     state = _State(result)
@@ -107,13 +135,13 @@ class _State:
         if stripped.startswith("Parameters") and ":" in stripped and not self.commands:
             self._parameters(stripped.split(":", 1)[1])
             return
-        if stripped.startswith("Model name -") or stripped.startswith("Generated C-graph summary"):
+        if stripped.startswith(("Model name -", "Generated C-graph summary")):
             self.section = ""
             return
         if stripped.startswith("Memory usage information"):
             self.section = "n6_memory"
             return
-        if stripped.startswith("Used memory ranges") or stripped.startswith("Compilation details"):
+        if stripped.startswith(("Used memory ranges", "Compilation details")):
             self.section = "compiler"
             return
         if stripped.startswith("Epochs details"):
@@ -125,13 +153,16 @@ class _State:
             self.sections = {"target": title.group(1), "modules": {}}
             return
         if stripped.startswith("Compiler version:"):
-            self.result.setdefault("tool", {}).setdefault("compiler", stripped.split(":", 1)[1].split()[0] if stripped.split(":", 1)[1].split() else "")
+            words = stripped.split(":", 1)[1].split()
+            if words:
+                self.result.setdefault("tool", {}).setdefault("compiler", words[0])
             return
         totals = _TOTALS.match(line)
         if totals:
             self._totals(totals)
             return
-        if self.section == "summary":
+        if self.section == "summary" or not self.section:
+            # Outside a known section too: captures may start mid-summary (CubeMX logs).
             self._summary_row(line)
         elif self.section == "n6_memory":
             if stripped.startswith("===="):
@@ -139,7 +170,7 @@ class _State:
             else:
                 self.n6_memory.append(line)
         elif self.section == "n6_epochs":
-            if stripped.startswith("====") or stripped.startswith("Requested memory"):
+            if stripped.startswith(("====", "Requested memory")):
                 self.section = ""
             else:
                 self.n6_epochs.append(line)
@@ -151,8 +182,8 @@ class _State:
         if args and args[0] in ("analyze", "generate", "validate"):
             self.commands.append(args[0])
         for i, arg in enumerate(args[:-1]):
-            if arg in ("--target", "--series", "-t") and arg != "-t":
-                self.result.setdefault("target", args[i + 1].lower())
+            if arg in ("--target", "--series"):
+                self.result.setdefault("target", normalize_target(args[i + 1]))
 
     def _summary_row(self, line: str) -> None:
         if line.strip().startswith("Memory-pools summary"):
@@ -177,10 +208,10 @@ class _State:
             if params is not None:
                 self.model.setdefault("params", params)
         elif key == "target/series":
-            self.result.setdefault("target", value.lower())
+            self.result.setdefault("target", normalize_target(value))
         elif key == "macc":
             macc = first_int(value)
-            if macc is not None:
+            if macc:  # N6 NPU summaries print 0 for "not computed"
                 self.result.setdefault("macc", macc)
         elif key == "weights (ro)":
             self._set_memory("weights_bytes", first_int(value))
@@ -197,7 +228,7 @@ class _State:
 
     def _totals(self, match: re.Match[str]) -> None:
         macc = parse_int(match.group(2) or match.group(1))
-        if macc is not None:
+        if macc:
             self.result.setdefault("macc", macc)
         if match.group(4) is not None:  # MCU "model/c-model:" line: the c-model figures
             self._set_memory("weights_bytes", parse_int(match.group(4)))
@@ -218,11 +249,11 @@ class _State:
         result = self.result
         if self.n6_memory:
             usage = report_n6.parse_memory_usage(self.n6_memory)
-            # The Neural-ART compiler's placement is what the board gets: it wins over the
-            # summary rows (which do not exist in N6 reports anyway).
+            # Console captures print both the exact summary rows and these totals (rounded
+            # to 3 decimals of kB/MB): the exact figures win, the totals fill report files.
             for key in ("weights_bytes", "activations_bytes", "pools"):
                 if key in usage:
-                    self.memory[key] = usage[key]
+                    self.memory.setdefault(key, usage[key])
         if self.n6_epochs:
             epochs = report_n6.parse_epochs(self.n6_epochs)
             if epochs is not None:
@@ -240,3 +271,5 @@ class _State:
             result["validation"] = validation
         if self.commands:
             result["command"] = "validate" if "validate" in self.commands else self.commands[-1]
+        if validation.get("outputs"):
+            result["command"] = "validate"

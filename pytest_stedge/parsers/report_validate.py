@@ -12,7 +12,9 @@ _MODE = re.compile(r"\(AI RUNNER\).*?mode=(\w+)", re.IGNORECASE)
 _SAMPLES = re.compile(r"^\s*(?:nb sample\(s\)\s*:\s*(\d+)|Results for (\d+) inference\(s\))")
 _DURATION = re.compile(r"^\s*duration\s*:\s*([\d.]+)\s*ms")
 _DEVICE = re.compile(r"^\s*(?:device(?:\.desc)?)\s*:\s*(.+?)\s*$")
-_ROW_LABEL = re.compile(r"^(.*?(?:c-model|original model|X-cross|reference)\s*#\s*\d+)", re.IGNORECASE)
+_ROW_LABEL = re.compile(
+    r"^(.*?(?:c-model|original model|X-cross|reference)\s*#\s*\d+)", re.IGNORECASE
+)
 
 
 def parse_validation(lines: list[str]) -> dict[str, Any]:

@@ -50,7 +50,9 @@ def st_metrics(reference: Any, prediction: Any) -> dict[str, float]:
     if norm_p > 0 and norm_r > 0:
         out["cos"] = float(np.dot(r, p)) / (norm_r * norm_p)
     energy = float(np.sum(e * e))
-    out["snr"] = 10.0 * math.log10(float(np.sum(r * r)) / energy) if energy > 0 and norm_r > 0 else math.inf
+    out["snr"] = (
+        10.0 * math.log10(float(np.sum(r * r)) / energy) if energy > 0 and norm_r > 0 else math.inf
+    )
     return out
 
 
@@ -91,7 +93,9 @@ def parse_npz(path: Path, data: bytes) -> Result:
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
         raise ReportParseError(path, f"unreadable npz archive: {exc}") from exc
     if not pairs:
-        raise ReportParseError(path, f"npz holds no m_outputs_<k>/c_outputs_<k> arrays (found {keys[:6]})")
+        raise ReportParseError(
+            path, f"npz holds no m_outputs_<k>/c_outputs_<k> arrays (found {keys[:6]})"
+        )
     result = new_result("validate")
     validation = _pairs_to_validation(pairs)
     if validation:
@@ -101,7 +105,11 @@ def parse_npz(path: Path, data: bytes) -> Result:
 
 
 def load_csv(path: Path, text: str) -> tuple[Any, str | None]:
-    """Load one validate CSV: ``#`` header lines (dtype, shape, tensor name) then rows."""
+    """Load one validate CSV: ``#`` header lines (dtype, shape, tensor name) then rows.
+
+    The tool writes only the header when a sample is too large ("w/o data"): the array
+    is then None.
+    """
     import numpy as np
 
     dtype = "float32"
@@ -124,10 +132,12 @@ def load_csv(path: Path, text: str) -> tuple[Any, str | None]:
         except ValueError as exc:
             raise ReportParseError(path, f"non-numeric CSV cell: {exc}", line=number) from exc
     if not rows:
-        raise ReportParseError(path, "validation CSV holds no data rows")
+        return None, name
     width = len(rows[0])
     if any(len(r) != width for r in rows):
-        raise ReportParseError(path, f"validation CSV rows differ in length (first row has {width})")
+        raise ReportParseError(
+            path, f"validation CSV rows differ in length (first row has {width})"
+        )
     try:
         kind = np.dtype(dtype)
     except TypeError:
@@ -144,9 +154,11 @@ def parse_csv_files(paths: list[Path], texts: list[str]) -> Result:
     for path, text in zip(paths, texts):
         match = _CSV_NAME.search(path.name)
         if not match:
-            raise ReportParseError(path, "not a validate CSV (expected <name>_val_{m,c}_{inputs,outputs}_<k>.csv)")
+            raise ReportParseError(
+                path, "not a validate CSV (expected <name>_val_{m,c}_{inputs,outputs}_<k>.csv)"
+            )
         array, name = load_csv(path, text)
-        if match.group(2) != "outputs":
+        if match.group(2) != "outputs" or array is None:
             continue
         pair = pairs.setdefault(int(match.group(3)), {})
         pair[match.group(1)] = array

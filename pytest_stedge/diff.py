@@ -1,0 +1,422 @@
+"""Compare the metrics of two toolchain versions: one change kind per metric.
+
+A pair of results is comparable only when the model sha256 and the options hash
+match (DESIGN.md §9); otherwise every change is "not comparable", never a
+regression. A metric whose case expectation held in the base and misses in the
+head is "newly failing" (the reverse: "fixed"); otherwise a change in the worse
+direction beyond the case's band is "regressed", one in the better direction
+beyond the band "improved" (two-sided), anything within the band "unchanged".
+
+Bands follow pytest-benchmark's compare-fail syntax without the field name:
+``"+3%"`` (relative), ``"+1024"`` (absolute, in the metric's unit), ``"0"``
+(exact: any worsening counts).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from .errors import StedgeError
+from .result import METRICS
+
+if TYPE_CHECKING:
+    from .corpus import Bound, Case
+    from .store import Store
+
+
+class ChangeKind(str, Enum):
+    """The one kind each metric change gets."""
+
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    NEWLY_FAILING = "newly failing"
+    FIXED = "fixed"
+    NOT_COMPARABLE = "not comparable"
+    UNCHANGED = "unchanged"
+
+
+# Listing order: what a reviewer must read first comes first.
+KIND_ORDER = (
+    ChangeKind.REGRESSED,
+    ChangeKind.NEWLY_FAILING,
+    ChangeKind.IMPROVED,
+    ChangeKind.FIXED,
+    ChangeKind.NOT_COMPARABLE,
+    ChangeKind.UNCHANGED,
+)
+_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
+
+BAND_HELP = "a band such as '+3%' (relative), '+1024' (absolute) or '0' (exact)"
+_BAND_RE = re.compile(r"^\s*[+±]?\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*(%?)\s*$")
+# Float noise (e.g. a cos printed with more digits by another version) is not a change.
+_EPSILON = 1e-12
+
+
+class BandError(StedgeError):
+    """A baseline band string is malformed."""
+
+
+@dataclass(frozen=True)
+class Band:
+    """How far a metric may move from its baseline before the change counts.
+
+    :param value: the allowed magnitude, percent when ``relative``.
+    :param relative: a percentage of the baseline value, else an absolute amount.
+    """
+
+    value: float
+    relative: bool
+    text: str = ""
+
+    def allowed(self, old: float) -> float:
+        """The absolute amount a change from ``old`` may reach without counting."""
+        if self.relative:
+            return abs(old) * self.value / 100.0
+        return self.value
+
+    def __str__(self) -> str:
+        return self.text or (f"+{self.value:g}%" if self.relative else f"+{self.value:g}")
+
+
+def parse_band(text: str | float) -> Band:
+    """Parse ``"+3%"``, ``"5%"``, ``"+1024"`` or ``"0"`` into a :class:`Band`.
+
+    :raises BandError: naming the value and what is accepted.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str):
+        raise BandError(f"band {text!r}: expected {BAND_HELP}")
+    match = _BAND_RE.match(text)
+    if not match:
+        hint = (
+            " (a band is a magnitude: both directions are checked)"
+            if text.strip().startswith("-")
+            else ""
+        )
+        raise BandError(f"band {text!r}: expected {BAND_HELP}{hint}")
+    number = text.strip().lstrip("+±").strip().rstrip("%").strip()
+    value = float(number)
+    if not math.isfinite(value):
+        raise BandError(f"band {text!r}: expected {BAND_HELP}")
+    return Band(value=value, relative=bool(match.group(2)), text=text.strip())
+
+
+@dataclass
+class MetricChange:
+    """One metric of one (case, stage) compared between two versions."""
+
+    case_name: str
+    stage: str
+    metric: str
+    old: float | None
+    new: float | None
+    delta: float | None
+    delta_pct: float | None
+    kind: ChangeKind
+    band: str
+    beyond_band: bool
+    unit: str
+    direction: str
+    note: str = ""  # why not comparable, or which expectation flipped
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-dict form (``kind`` as its string)."""
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        return data
+
+
+def _usable(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def beyond_band(old: float, new: float, band: Band) -> bool:
+    """Whether ``new`` moved from ``old`` by more than ``band`` allows (either direction)."""
+    allowed = band.allowed(old)
+    return abs(new - old) > allowed + _EPSILON * max(1.0, abs(old))
+
+
+def classify(
+    metric: str,
+    old: float | None,
+    new: float | None,
+    *,
+    band: Band,
+    comparable: bool,
+    old_ok: bool | None = None,
+    new_ok: bool | None = None,
+) -> ChangeKind:
+    """The one kind of the change of ``metric`` from ``old`` (base) to ``new`` (head).
+
+    :param comparable: model sha256 and options hash are equal in both versions.
+    :param old_ok: whether the metric met the case's expectation in the base (None: none).
+    :param new_ok: the same in the head.
+    :raises StedgeError: for a metric without a direction (``"none"`` or unknown).
+    """
+    direction = _direction(metric)
+    if direction == "none":
+        raise StedgeError(
+            f"metric {metric!r} has no better direction; it is not classified "
+            f"(directed metrics: {', '.join(m for m, s in METRICS.items() if s.direction != 'none')})"
+        )
+    if not comparable or not _usable(old) or not _usable(new):
+        return ChangeKind.NOT_COMPARABLE
+    assert old is not None and new is not None
+    if old_ok is True and new_ok is False:
+        return ChangeKind.NEWLY_FAILING
+    if old_ok is False and new_ok is True:
+        return ChangeKind.FIXED
+    if not beyond_band(old, new, band):
+        return ChangeKind.UNCHANGED
+    worse = new > old if direction == "lower" else new < old
+    return ChangeKind.REGRESSED if worse else ChangeKind.IMPROVED
+
+
+def _direction(metric: str) -> str:
+    spec = METRICS.get(metric)
+    return "none" if spec is None else spec.direction
+
+
+def classified_metrics() -> list[str]:
+    """Metric names that have a better direction (the ones a diff classifies)."""
+    return [name for name, spec in METRICS.items() if spec.direction != "none"]
+
+
+def compare_results(
+    case_name: str,
+    stage: str,
+    base_metrics: Mapping[str, float],
+    head_metrics: Mapping[str, float],
+    *,
+    comparable: bool,
+    bands: Mapping[str, str],
+    default_band: str,
+    base_ok: Mapping[str, bool] | None = None,
+    head_ok: Mapping[str, bool] | None = None,
+    note: str = "",
+) -> list[MetricChange]:
+    """Classify every directed metric either side has, sorted by metric name.
+
+    :param bands: the case's ``[baseline]`` bands by metric; others use ``default_band``.
+    :param base_ok: by metric, whether the base met the case's expectation (absent: none).
+    :param note: why the pair is not comparable, carried into each change.
+    """
+    base_ok = base_ok or {}
+    head_ok = head_ok or {}
+    changes = []
+    for metric in sorted(set(base_metrics) | set(head_metrics)):
+        if _direction(metric) == "none":
+            continue
+        band_text = bands.get(metric, default_band)
+        band = parse_band(band_text)
+        old = base_metrics.get(metric)
+        new = head_metrics.get(metric)
+        kind = classify(
+            metric,
+            old,
+            new,
+            band=band,
+            comparable=comparable,
+            old_ok=base_ok.get(metric),
+            new_ok=head_ok.get(metric),
+        )
+        delta = delta_pct = None
+        outside = False
+        if _usable(old) and _usable(new):
+            assert old is not None and new is not None
+            delta = new - old
+            delta_pct = None if old == 0 else delta / abs(old) * 100.0
+            outside = beyond_band(old, new, band)
+        why = ""
+        if kind is ChangeKind.NOT_COMPARABLE:
+            if not comparable:
+                why = note or "model or options differ"
+            else:
+                why = f"not measured in {'base' if not _usable(old) else 'head'}"
+        elif kind is ChangeKind.NEWLY_FAILING:
+            why = "met its expectation in base, misses it in head"
+        elif kind is ChangeKind.FIXED:
+            why = "missed its expectation in base, meets it in head"
+        spec = METRICS[metric]
+        changes.append(
+            MetricChange(
+                case_name=case_name,
+                stage=stage,
+                metric=metric,
+                old=old,
+                new=new,
+                delta=delta,
+                delta_pct=delta_pct,
+                kind=kind,
+                band=str(band_text),
+                beyond_band=outside,
+                unit=spec.unit,
+                direction=spec.direction,
+                note=why,
+            )
+        )
+    return changes
+
+
+@dataclass
+class DiffReport:
+    """Every metric change between a base and a head version."""
+
+    base: str
+    head: str
+    changes: list[MetricChange] = field(default_factory=list)
+    only_base: list[tuple[str, str]] = field(default_factory=list)  # (case, stage) not in head
+    only_head: list[tuple[str, str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Number of changes of each kind (every kind present, zeros included)."""
+        out = {kind.value: 0 for kind in KIND_ORDER}
+        for change in self.changes:
+            out[change.kind.value] += 1
+        return out
+
+    def regressed(self) -> bool:
+        """Whether anything got worse: a regression beyond its band or a newly failing metric."""
+        return any(c.kind in (ChangeKind.REGRESSED, ChangeKind.NEWLY_FAILING) for c in self.changes)
+
+    def ordered(self) -> list[MetricChange]:
+        """Changes by kind (regressions first), then case, stage and metric."""
+        return sorted(self.changes, key=lambda c: (_RANK[c.kind], c.case_name, c.stage, c.metric))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``stedge diff --json`` document."""
+        return {
+            "base": self.base,
+            "head": self.head,
+            "regressed": self.regressed(),
+            "counts": self.counts(),
+            "changes": [c.to_json() for c in self.ordered()],
+            "only_base": [{"case_name": c, "stage": s} for c, s in self.only_base],
+            "only_head": [{"case_name": c, "stage": s} for c, s in self.only_head],
+        }
+
+
+def expectation_flags(bounds: Sequence[Bound], metrics: Mapping[str, float]) -> dict[str, bool]:
+    """By metric with an expectation: whether every bound on it held."""
+    from .expect import check
+
+    flags: dict[str, bool] = {}
+    missed = {m.metric for m in check(bounds, metrics)}
+    for bound in bounds:
+        if bound.metric in metrics:
+            flags[bound.metric] = bound.metric not in missed
+    return flags
+
+
+def diff_store(
+    store: Store,
+    base: str,
+    head: str,
+    *,
+    bands_by_case: Mapping[str, Mapping[str, str]] | None = None,
+    default_band: str = "0",
+    cases: Mapping[str, Case] | None = None,
+) -> DiffReport:
+    """Compare the newest stored results of ``base`` and ``head``, case by case.
+
+    :param bands_by_case: ``[baseline]`` bands by case name (else taken from ``cases``).
+    :param cases: corpus cases by name; their ``[expect]`` bounds decide newly failing / fixed.
+    :raises StedgeError: when either version has no stored results (listing those stored).
+    """
+    from .errors import StoreError
+
+    stored = store.versions()
+    missing = [v for v in (base, head) if v not in stored]
+    if missing:
+        raise StoreError(
+            f"no stored results for version {', '.join(missing)} in {store.path}; "
+            f"versions with results: {', '.join(stored) or 'none'}"
+        )
+    parse_band(default_band)  # fail early, naming the value
+    items: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in store.metric_rows(versions=[base, head]):
+        key = (row["case_name"], row["stage"], row["version"])
+        item = items.setdefault(
+            key,
+            {
+                "model_sha256": row["model_sha256"],
+                "options_hash": row["options_hash"],
+                "metrics": {},
+            },
+        )
+        if row["metric"] is not None and row["value"] is not None:
+            item["metrics"][row["metric"]] = float(row["value"])
+    pairs = sorted({(c, s) for c, s, _ in items})
+    report = DiffReport(base=base, head=head)
+    for case_name, stage in pairs:
+        old = items.get((case_name, stage, base))
+        new = items.get((case_name, stage, head))
+        if old is None:
+            report.only_head.append((case_name, stage))
+            continue
+        if new is None:
+            report.only_base.append((case_name, stage))
+            continue
+        comparable, note = _comparable(old, new)
+        case = (cases or {}).get(case_name)
+        bands: Mapping[str, str] = {}
+        if bands_by_case and case_name in bands_by_case:
+            bands = bands_by_case[case_name]
+        elif case is not None:
+            bands = case.baseline
+        base_ok = head_ok = None
+        if case is not None:
+            bounds = case.bounds_for(stage)
+            base_ok = expectation_flags(bounds, old["metrics"])
+            head_ok = expectation_flags(bounds, new["metrics"])
+        report.changes += compare_results(
+            case_name,
+            stage,
+            old["metrics"],
+            new["metrics"],
+            comparable=comparable,
+            bands=bands,
+            default_band=default_band,
+            base_ok=base_ok,
+            head_ok=head_ok,
+            note=note,
+        )
+    return report
+
+
+def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[bool, str]:
+    """Same model and options on both sides; an unknown identity is not assumed equal."""
+    reasons = []
+    for key, label in (("model_sha256", "model sha256"), ("options_hash", "options hash")):
+        a, b = old.get(key), new.get(key)
+        if not a or not b:
+            reasons.append(f"{label} unknown")
+        elif a != b:
+            reasons.append(f"{label} differs")
+    return (not reasons, ", ".join(reasons))
+
+
+# -- terminal listing -------------------------------------------------------------------
+
+
+def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
+    """The terminal listing: per case, changed metrics with old, new, delta and kind.
+
+    Cases with regressions come first; within a case, regressions first. Unchanged
+    metrics are counted, not listed (unless ``show_unchanged``).
+    """
+    from .diff_table import format_table as _format_table
+
+    return _format_table(report, show_unchanged=show_unchanged)
+
+
+def changes_for(report: DiffReport, kinds: Iterable[ChangeKind]) -> list[MetricChange]:
+    """The changes of the given kinds, in listing order."""
+    wanted = set(kinds)
+    return [c for c in report.ordered() if c.kind in wanted]

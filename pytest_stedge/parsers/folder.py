@@ -1,0 +1,269 @@
+"""Dispatch one file to its parser, and merge an output folder's files into one Result.
+
+A folder's figures come from its ``*c_info.json`` first; text reports fill what c_info lacks
+(the memory-by-section table, MACC on N6, the validation table), then legacy
+``*_report.json``, then ``*_val_io.npz`` and validation CSVs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_stedge.errors import ReportParseError
+from pytest_stedge.parsers import c_info, report_json, report_txt, val_files
+from pytest_stedge.parsers.common import decode_text, read_bytes
+from pytest_stedge.result import Result
+
+_TEXT_SUFFIXES = {".txt", ".log", ".out", ""}
+# Sub-folders a user may point at the parent of: the tool's default output and workspace.
+_SUBFOLDERS = ("st_ai_output", "stm32ai_output", ".ai", "st_ai_ws/neural_art__*", "stm32ai_ws")
+_MAX_LITERAL = 1_000_000
+
+
+def parse_path(path: Path | str) -> Result:
+    """Parse one stedgeai output file, or merge every output file of a folder.
+
+    :param path: a report, c_info.json, report.json, npz or validation CSV; or a folder
+        (``st_ai_output/``, a CubeMX ``.ai/`` folder, ``st_ai_ws/neural_art__network/``).
+    :raises ReportParseError: unreadable/unknown file, or a folder without tool output.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return parse_folder(path)
+    if not path.exists():
+        raise ReportParseError(path, "no such file or folder")
+    return parse_file(path)
+
+
+def parse_file(path: Path | str) -> Result:
+    """Parse one file, recognised by its content (and its name for CSV/npz).
+
+    :raises ReportParseError: the file is not something stedgeai wrote, or is damaged.
+    """
+    path = Path(path)
+    data = read_bytes(path)
+    if not data.strip():
+        raise ReportParseError(path, "empty file")
+    if data[:4] == b"PK\x03\x04" or path.suffix.lower() == ".npz":
+        return val_files.parse_npz(path, data)
+    text = decode_text(path, data)
+    if path.suffix.lower() == ".csv":
+        if not val_files.is_val_csv(path):
+            raise ReportParseError(
+                path, "CSV that is not a validate dump (<name>_val_{m,c}_{inputs,outputs}_<k>.csv)"
+            )
+        return val_files.parse_csv_files([path], [text])
+    start = text.lstrip()[:1]
+    if start == "{" or start == "[" and path.suffix.lower() == ".json":
+        return _parse_json(path, data)
+    return report_txt.parse_text_report(path, text)
+
+
+def _parse_json(path: Path, data: bytes) -> Result:
+    doc = c_info.load_json(path, data)
+    try:
+        if c_info.is_c_info(doc):
+            return c_info.parse_c_info(path, doc)
+        if report_json.is_report_json(doc):
+            _literal_metrics(doc)
+            return report_json.parse_report_json(path, doc)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # Last line of defence against values of a type no tool version wrote.
+        raise ReportParseError(
+            path, f"unexpected JSON structure ({type(exc).__name__}: {exc})"
+        ) from exc
+    keys = sorted(doc)[:6] if isinstance(doc, dict) else type(doc).__name__
+    raise ReportParseError(
+        path,
+        "JSON that stedgeai does not write as a result (expected a c_info.json with "
+        f"'json_schema_version' or a report.json with 'report_version'; found {keys})",
+        line=1,
+    )
+
+
+def _literal_metrics(doc: dict[str, Any]) -> None:
+    # 7.2 wrote val_metrics as a Python repr string; literal_eval reads literals only.
+    value = doc.get("val_metrics")
+    if isinstance(value, str) and value.startswith("[") and len(value) < _MAX_LITERAL:
+        try:
+            doc["val_metrics"] = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            doc["val_metrics"] = []
+
+
+def _candidates(folder: Path) -> list[Path]:
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    if any(_kind(p) for p in files):
+        return files
+    for pattern in _SUBFOLDERS:
+        for sub in sorted(folder.glob(pattern)):
+            if sub.is_dir():
+                inner = sorted(p for p in sub.iterdir() if p.is_file())
+                if any(_kind(p) for p in inner):
+                    return inner
+    return files
+
+
+def _kind(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith("c_info.json"):
+        return "c_info"
+    if name.endswith("c_info_valid.json"):
+        return "c_info_valid"
+    if name.endswith("_report.json"):
+        return "report_json"
+    if name.endswith("_val_io.npz"):
+        return "npz"
+    if val_files.is_val_csv(path):
+        return "csv"
+    if re.search(r"_(analyze|generate|validate)_report\.txt$", name):
+        return "report_txt"
+    return None
+
+
+def parse_folder(folder: Path) -> Result:
+    """Merge the tool outputs found in ``folder`` into one Result."""
+    named: dict[str, list[Path]] = {}
+    others: list[Path] = []
+    for path in _candidates(folder):
+        kind = _kind(path)
+        if kind:
+            named.setdefault(kind, []).append(path)
+        elif path.suffix.lower() in _TEXT_SUFFIXES:
+            others.append(path)
+    results: dict[str, list[Result]] = {}
+    for kind in ("c_info", "report_txt", "report_json", "npz"):
+        for path in named.get(kind, []):
+            results.setdefault(kind, []).append(parse_file(path))
+    # 3.0+ writes <name>_c_info_valid.json (documented, never seen): read as a c_info when
+    # it is one. Console captures and renamed reports (AI Studio's "<model>.txt") are used
+    # when they turn out to be stedgeai output, skipped otherwise (SOURCE.txt, notes).
+    for path in named.get("c_info_valid", []):
+        try:
+            valid = parse_file(path)
+        except ReportParseError:
+            continue
+        results.setdefault("c_info", []).append(valid)
+    for path in others:
+        try:
+            parsed = parse_file(path)
+        except ReportParseError:
+            continue
+        results.setdefault("report_txt", []).append(parsed)
+    if named.get("csv"):
+        paths = named["csv"]
+        texts = [decode_text(p, read_bytes(p)) for p in paths]
+        results.setdefault("csv", []).append(val_files.parse_csv_files(paths, texts))
+    if not results or set(results) == {"csv"} and not results["csv"][0].get("validation"):
+        raise ReportParseError(
+            folder,
+            "no stedgeai output in this folder (looked for *c_info.json, *_report.txt, "
+            "*_report.json, *_val_io.npz, validation CSVs and console captures)",
+        )
+    _refuse_several_runs(folder, results.get("report_txt", []))
+    ordered = sorted(results.get("c_info", []), key=_c_info_rank)
+    ordered += sorted(results.get("report_txt", []), key=_text_rank)
+    for kind in ("report_json", "npz", "csv"):
+        ordered += results.get(kind, [])
+    merged = merge(ordered)
+    # The per-sample mean the report prints ("duration : 0.018 ms by sample") is the figure
+    # users read; c_info's graph exec_time is a sum over nodes and differs from it.
+    for text in results.get("report_txt", []):
+        duration = (text.get("validation") or {}).get("duration_ms")
+        if duration is not None and "validation" in merged:
+            merged["validation"] = {**merged["validation"], "duration_ms": duration}
+            break
+    return merged
+
+
+def _figures(result: Result) -> tuple[Any, ...]:
+    memory = result.get("memory") or {}
+    epochs = result.get("epochs") or {}
+    return (
+        memory.get("weights_bytes"),
+        memory.get("activations_bytes"),
+        epochs.get("total"),
+        epochs.get("ec"),
+    )
+
+
+def _refuse_several_runs(folder: Path, texts: list[Result]) -> None:
+    """Two reports of the same command with different figures are two runs: never mix them."""
+    by_command: dict[str, list[Result]] = {}
+    for text in texts:
+        by_command.setdefault(text["command"], []).append(text)
+    for command, group in by_command.items():
+        if len({_figures(r) for r in group}) > 1:
+            names = ", ".join(Path(r["sources"][0]).name for r in group)
+            raise ReportParseError(
+                folder,
+                f"holds {len(group)} different {command} runs ({names}); parse one of the files",
+            )
+
+
+def _model_hash(result: Result) -> str | None:
+    model = result.get("model") or {}
+    digest = model.get("hash")
+    return str(digest).lower() if digest else None
+
+
+def _c_info_rank(result: Result) -> tuple[int, int]:
+    # Prefer the richest c_info (with memory footprint and epochs) as the base.
+    memory = result.get("memory") or {}
+    return (0 if "weights_bytes" in memory else 1, 0 if "epochs" in result else 1)
+
+
+def _text_rank(result: Result) -> int:
+    return {"generate": 0, "analyze": 1, "validate": 2}.get(result.get("command", ""), 3)
+
+
+def merge(results: list[Result]) -> Result:
+    """Merge Results in priority order: a figure comes from the first Result that has it."""
+    if not results:
+        raise ValueError("merge() needs at least one Result")
+    base: Result = {k: v for k, v in results[0].items()}
+    diagnostics = list(base.get("diagnostics", []))
+    sources = list(base.get("sources", []))
+    commands = [r.get("command") for r in results]
+    for other in results[1:]:
+        mine, theirs = _model_hash(base), _model_hash(other)
+        if mine and theirs and mine != theirs:
+            # CubeMX .ai/ folders keep report.json files of earlier models: not this run.
+            name = Path(other.get("sources", ["?"])[0]).name
+            diagnostics.append(
+                {
+                    "level": "warning",
+                    "code": "other-model",
+                    "kind": "IgnoredFile",
+                    "message": f"{name} ignored: model hash {theirs} is not this run's {mine}",
+                }
+            )
+            continue
+        for key, value in other.items():
+            if key in ("diagnostics", "sources", "schema", "command"):
+                continue
+            if key not in base:
+                base[key] = value
+            elif key in ("memory", "tool", "model", "validation") and isinstance(value, dict):
+                merged = dict(base[key])
+                for sub, sub_value in value.items():
+                    merged.setdefault(sub, sub_value)
+                base[key] = merged
+        for diag in other.get("diagnostics", []):
+            if diag not in diagnostics:
+                diagnostics.append(diag)
+        sources.extend(s for s in other.get("sources", []) if s not in sources)
+    if base.get("validation", {}).get("outputs") or "validate" in commands and "validation" in base:
+        base["command"] = "validate"
+    elif "generate" in commands:
+        # CubeMX runs analyze then generate in one folder: the folder holds a generate.
+        base["command"] = "generate"
+    elif base.get("command") in (None, "unknown"):
+        base["command"] = next((c for c in commands if c not in (None, "unknown")), "generate")
+    if diagnostics:
+        base["diagnostics"] = diagnostics
+    base["sources"] = sources
+    return base

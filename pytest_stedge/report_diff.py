@@ -1,0 +1,159 @@
+"""Page context of the diff between two toolchain versions (diff.html.j2)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from markupsafe import Markup
+
+from . import charts
+from .charts import EPOCH_KINDS, Series
+from .report_data import CHART_ROWS, chart_values, chunks, doc, epochs_chart, slug
+
+if TYPE_CHECKING:
+    from .diff import DiffReport, MetricChange
+    from .store import Store
+
+
+@dataclass
+class DiffRow:
+    """One metric of one (case, stage) in the diff."""
+
+    metric: str = doc("flat metric name")
+    unit: str = doc("unit (B, epochs, dB ...)", "")
+    old: float | None = doc("value in the base version")
+    new: float | None = doc("value in the head version")
+    delta: float | None = doc("new - old, in the metric's unit")
+    delta_pct: float | None = doc("delta as a percentage of old")
+    kind: str = doc("regressed, improved, newly failing, fixed, not comparable or unchanged", "")
+    band: str = doc("the band the change was judged against", "")
+    beyond_band: bool = doc("the change exceeds the band", False)
+    note: str = doc("why not comparable, or which expectation flipped", "")
+
+
+@dataclass
+class DiffTable:
+    """The changes of one case and stage."""
+
+    case_name: str = doc("case name (untrusted text)")
+    stage: str = doc("stage compared")
+    anchor: str = doc("HTML id of the table")
+    worst: str = doc("the most severe change kind in the table")
+    counts: list[tuple[str, int]] = doc("changes by kind (non-zero only)", factory=list)
+    rows: list[DiffRow] = doc("one row per metric", factory=list)
+
+
+@dataclass
+class DiffPage:
+    """Context of diff.html.j2: every metric change from base to head."""
+
+    base: str = doc("base toolchain version")
+    head: str = doc("head toolchain version")
+    regressed: bool = doc("anything regressed or newly fails", False)
+    counts: list[tuple[str, int]] = doc("changes by kind, every kind listed", factory=list)
+    tables: list[DiffTable] = doc("a table per case and stage, most severe first", factory=list)
+    only_base: list[tuple[str, str]] = doc("(case, stage) stored only for base", factory=list)
+    only_head: list[tuple[str, str]] = doc("(case, stage) stored only for head", factory=list)
+    base_runs: list[int] = doc("runs holding base results, newest first", factory=list)
+    head_runs: list[int] = doc("runs holding head results, newest first", factory=list)
+    charts: list[Markup] = doc("memory and epoch charts of both versions", factory=list)
+
+
+def build_diff_page(report: DiffReport, store: Store) -> DiffPage:
+    """Group a :class:`~pytest_stedge.diff.DiffReport` into tables and draw its charts."""
+    from .diff import KIND_ORDER
+    from .store_reports import version_runs
+
+    rank = {k.value: i for i, k in enumerate(KIND_ORDER)}
+    groups: dict[tuple[str, str], list[MetricChange]] = {}
+    for change in report.changes:
+        groups.setdefault((change.case_name, change.stage), []).append(change)
+    tables = []
+    for (case_name, stage), changes in groups.items():
+        rows = [_diff_row(c) for c in sorted(changes, key=lambda c: (rank[_kind(c)], c.metric))]
+        kinds = Counter(r.kind for r in rows)
+        tables.append(
+            DiffTable(
+                case_name=case_name,
+                stage=stage,
+                anchor=slug(f"{case_name}\0{stage}", "d-"),
+                worst=rows[0].kind,
+                counts=sorted(kinds.items(), key=lambda kv: rank[kv[0]]),
+                rows=rows,
+            )
+        )
+    tables.sort(key=lambda t: (rank[t.worst], t.case_name, t.stage))
+    runs = version_runs(store, [report.base, report.head])
+    return DiffPage(
+        base=report.base,
+        head=report.head,
+        regressed=report.regressed(),
+        counts=list(report.counts().items()),
+        tables=tables,
+        only_base=list(report.only_base),
+        only_head=list(report.only_head),
+        base_runs=runs.get(report.base, []),
+        head_runs=runs.get(report.head, []),
+        charts=_diff_charts(store, report.base, report.head),
+    )
+
+
+def _kind(change: MetricChange) -> str:
+    return str(getattr(change.kind, "value", change.kind))
+
+
+def _diff_row(change: MetricChange) -> DiffRow:
+    return DiffRow(
+        metric=change.metric,
+        unit=change.unit,
+        old=change.old,
+        new=change.new,
+        delta=change.delta,
+        delta_pct=change.delta_pct,
+        kind=_kind(change),
+        band=str(change.band),
+        beyond_band=bool(change.beyond_band),
+        note=str(getattr(change, "note", "") or ""),
+    )
+
+
+def _diff_charts(store: Store, base: str, head: str) -> list[Markup]:
+    values = chart_values(store, [base, head])
+    names = sorted(values)
+    out: list[Markup] = []
+    for metric, label in (("activations_bytes", "Activation RAM"), ("weights_bytes", "Weights")):
+        shown = [n for n in names if any(metric in values[n].get(v, {}) for v in (base, head))]
+        for part in chunks(shown):
+            if not part:
+                continue
+            out.append(
+                charts.bar_chart(
+                    f"{label} per case: {base} and {head}",
+                    part,
+                    [
+                        Series(base, [values[n].get(base, {}).get(metric) for n in part], "base"),
+                        Series(head, [values[n].get(head, {}).get(metric) for n in part], "head"),
+                    ],
+                    unit="B",
+                    quantity=label.lower(),
+                )
+            )
+    rows = [
+        (n, v)
+        for n in names
+        for v in (base, head)
+        if any(f"epochs_{k}" in values[n].get(v, {}) for k in EPOCH_KINDS)
+    ]
+    for part in chunks(rows, CHART_ROWS * 2):
+        if part:
+            out.append(
+                epochs_chart(
+                    f"Epochs by kind per case: {base} and {head}",
+                    part,
+                    [{k: values[n][v].get(f"epochs_{k}") for k in EPOCH_KINDS} for n, v in part],
+                )
+            )
+    return out

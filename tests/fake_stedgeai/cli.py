@@ -1,0 +1,172 @@
+"""Entry point of the fake `stedgeai`: parse, inject faults, compile, write, print."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .faults import FaultConfigError, load_faults
+from .options import TARGETS, CliError, parse
+from .versions import ToolVersion, tool_version
+
+
+def _err(code: str, kind: str, message: str) -> str:
+    return f"{code}({kind}): {message}"
+
+
+def _injected(faults: dict[str, Any]) -> int | None:
+    """Apply run-level faults; returns an exit status when the run must stop here."""
+    sys.stdout.flush()  # a killed run must still show what it printed
+    if faults.get("sleep"):
+        time.sleep(float(faults["sleep"]))
+    if faults.get("hang"):
+        while True:  # until killed, like a stuck compiler
+            time.sleep(3600)
+    if faults.get("crash"):
+        _crash_in_compiler()
+    if faults.get("error"):
+        msg = (
+            faults["error"]
+            if isinstance(faults["error"], str)
+            else "injected failure while compiling the network"
+        )
+        if re.match(r"^(E\d{3}\(\w+\)|INTERNAL ERROR|TOOL ERROR):? ", msg):
+            print(msg)  # already a complete tool error line
+        else:
+            code = str(faults.get("error_code", "E103"))
+            print(_err(code, str(faults.get("error_kind", "CompilerError")), msg))
+        return int(faults.get("exit_code", 1))
+    return None
+
+
+def _crash_in_compiler() -> None:
+    table: dict[str, int] = {}
+    print("fake stedgeai: injected crash", file=sys.stderr)
+    raise KeyError(f"layer index {len(table)} missing in the c-graph")
+
+
+def _print_version(ver: ToolVersion) -> None:
+    print(ver.banner)
+    for line in ver.components():
+        print(f"   {line}")
+
+
+def main(
+    argv: list[str] | None = None,
+    version: str = "4.0.1",
+    config_path: str | None = None,
+    root: str | None = None,
+) -> int:
+    """Run the fake tool as ``version``; ``config_path`` is the baked fault file."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    ver = tool_version(version)
+    start = time.monotonic()
+    try:
+        ns = parse(args)
+    except CliError as exc:
+        print(ver.banner)
+        print(_err("E102", "CliArgumentError", str(exc)))
+        return 1
+    if ns.version:
+        _print_version(ver)
+        return 0
+    if ns.help or ns.h:
+        print(ver.banner)
+        print(
+            "usage: stedgeai --model FILE --target TARGET [options] analyze|generate|validate|"
+            "supported-ops"
+        )
+        return 0
+    if ns.tools_version:
+        print(ver.banner)
+        import numpy
+        import onnx
+
+        print(f"   numpy {numpy.__version__}\n   onnx {onnx.__version__}")
+        return 0
+    print(ver.banner)
+    print()
+    if ns.command == "supported-ops":
+        print("ONNX operators (fake list): Add, AveragePool, Conv, Gemm, MatMul, Relu, Softmax")
+        return 0
+    model = Path(ns.model[0]) if ns.model else None
+    try:
+        faults = load_faults(
+            Path(config_path) if config_path else None, model.stem if model else "", ns.command
+        )
+    except FaultConfigError as exc:
+        print(f"fake stedgeai: {exc}", file=sys.stderr)
+        return 2
+    stop = _injected(faults)
+    if stop is not None:
+        return stop
+    try:
+        problem = _check(ns, ver, model)
+    except CliError as exc:
+        problem = str(exc)
+    if problem:
+        print(problem)
+        return 1
+    assert model is not None
+    from .pipeline import execute
+
+    return execute(ns, args, ver, model, faults, Path(root) if root else None, start)
+
+
+def _check(ns: Any, ver: ToolVersion, model: Path | None) -> str | None:
+    """Argument checks the real tool makes before loading the model."""
+    if model is None:
+        return _err("E102", "CliArgumentError", "the following argument is required: --model")
+    if ns.target is None:
+        return _err("E102", "CliArgumentError", "the following argument is required: --target")
+    if ns.target not in TARGETS:
+        return _err(
+            "E102",
+            "CliArgumentError",
+            f'unsupported target "{ns.target}" - expected one of {", ".join(sorted(TARGETS))}',
+        )
+    if not model.is_file():
+        return _err("E102", "CliArgumentError", f"model file '{model}' does not exist")
+    if model.suffix.lower() != ".onnx":
+        return _err(
+            "E010",
+            "InvalidModelError",
+            f"'{model.name}': only ONNX models are handled by this installation",
+        )
+    if ns.st_neural_art is not None and ns.target != "stm32n6":
+        return _err(
+            "E102",
+            "CliArgumentError",
+            "--st-neural-art is only supported with the 'stm32n6' target",
+        )
+    if ns.c_api == "st-ai" and (ns.address or ns.copy_weights_at):
+        return _err(
+            "E102",
+            "CliArgumentError",
+            "--address/--copy-weights-at arguments are not supported with the 'st-ai' c-api.",
+        )
+    if ns.command == "validate":
+        mode = ns.mode or "host"
+        if mode.startswith("target"):
+            if not ns.desc:
+                return _err(
+                    "E801", "HwIOError", "No SERIAL COM port detected (STM board is not connected!)"
+                )
+            if not ns.desc.startswith("serial"):
+                return _err(
+                    "E102", "CliArgumentError", f'invalid/unsupported "{ns.desc}" descriptor'
+                )
+        elif ns.target == "stm32n6" and ver.key >= (4, 0, 0):
+            return _err(
+                "E102",
+                "CliArgumentError",
+                "Validation on host is not supported for devices based on Arm Cortex M55/M85 core.",
+            )
+    return None
+
+
+if __name__ == "__main__":  # pragma: no cover - the install script calls main() itself
+    sys.exit(main())

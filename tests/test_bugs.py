@@ -1,0 +1,274 @@
+"""The known-bug registry: loading, bad input, version logic, findings, the corpus entries."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_stedge.bugs import (
+    check_case_bugs,
+    load_bug,
+    load_registry,
+    missing_reproducers,
+    release_of,
+)
+from pytest_stedge.errors import CaseError
+from pytest_stedge.signature import signature_env
+
+PROJECT = Path(__file__).resolve().parents[1]
+CORPUS = PROJECT / "corpus"
+
+GOOD = """\
+id = "{id}"
+title = "PReLU runs in software"
+source = "https://example.invalid/report"
+affected = "<2.2"
+fixed_in = "2.2.0"
+status = "fixed"
+reproducers = ["mtcnn-rnet/int8"]
+signature = '"PRelu" in software_ops'
+"""
+
+
+def write_bug(folder: Path, text: str, name: str = "prelu") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.toml"
+    path.write_text(textwrap.dedent(text).format(id=name), encoding="utf-8")
+    return path
+
+
+def test_load_registry_reads_every_file(tmp_path: Path) -> None:
+    write_bug(tmp_path, GOOD, "prelu")
+    write_bug(tmp_path, GOOD.replace("<2.2", "==2.1.*"), "other")
+    registry = load_registry(tmp_path)
+    assert registry.ids() == ["other", "prelu"]
+    bug = registry.get("prelu")
+    assert bug is not None and bug.reproducers == ("mtcnn-rnet/int8",)
+    assert str(bug.fixed_in) == "2.2.0" and bug.status == "fixed"
+
+
+def test_missing_folder_is_an_empty_registry(tmp_path: Path) -> None:
+    assert len(load_registry(tmp_path / "nope")) == 0
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("2.1.0", True),
+        ("2.1.0-20182", True),
+        ("1.0.0", True),
+        ("2.2.0", False),
+        ("2.2.0-20266 2adc00962", False),
+        ("4.0.1", False),
+        ("nightly", None),
+    ],
+)
+def test_affects_with_fixed_in(tmp_path: Path, version: str, expected: bool | None) -> None:
+    bug = load_bug(write_bug(tmp_path, GOOD))
+    assert bug.affects(version) is expected
+
+
+def test_affects_is_unknown_outside_what_the_registry_says(tmp_path: Path) -> None:
+    text = (
+        GOOD.replace('affected = "<2.2"', 'affected = "==4.0.1"')
+        .replace('fixed_in = "2.2.0"\n', "")
+        .replace('"fixed"', '"open"')
+    )
+    bug = load_bug(write_bug(tmp_path, text))
+    assert bug.affects("4.0.1-20581") is True
+    assert bug.affects("4.0.0") is None and bug.affects("4.1.0") is None
+    unknown = load_bug(write_bug(tmp_path, text.replace('"==4.0.1"', '"unknown"')))
+    assert unknown.affects("4.0.1") is None
+
+
+def test_release_of_strips_build_numbers() -> None:
+    assert str(release_of("4.0.1-20581 359356bb0")) == "4.0.1"
+    assert release_of("unknown") is None
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "fragment"),
+    [
+        (('affected = "<2.2"', 'affected = "<<2.2"'), "affected", "PEP 440"),
+        (('affected = "<2.2"', 'affected = ""'), "affected", "unknown"),
+        (
+            ("signature = '\"PRelu\" in software_ops'", 'signature = "prelu_ops > 1"'),
+            "signature",
+            "unknown name 'prelu_ops'",
+        ),
+        (
+            ("signature = '\"PRelu\" in software_ops'", 'signature = "epochs_sw >"'),
+            "signature",
+            "column 12",
+        ),
+        (('title = "PReLU runs in software"\n', ""), "title", "missing"),
+        (('reproducers = ["mtcnn-rnet/int8"]\n', ""), "reproducers", "missing"),
+        (('reproducers = ["mtcnn-rnet/int8"]', "reproducers = []"), "reproducers", "non-empty"),
+        (('status = "fixed"', 'status = "wontfix"'), "status", "open, fixed, unknown"),
+        (('fixed_in = "2.2.0"', 'fixed_in = "two"'), "fixed_in", "not a version"),
+        (('fixed_in = "2.2.0"', 'fixed_in = "2.1"'), "fixed_in", "inside affected"),
+        (('fixed_in = "2.2.0"\n', ""), "fixed_in", "status 'fixed' needs"),
+        (('id = "{id}"', 'id = "other-name"'), "id", "differs from the file name"),
+        (('status = "fixed"', 'status = "fixed"\nseverity = 3'), "severity", "unknown key"),
+        (('status = "fixed"', 'status = "fixed"\nstages = ["flash"]'), "stages", "generate"),
+    ],
+)
+def test_bad_bug_file_names_file_and_key(
+    tmp_path: Path, change: tuple[str, str], key: str, fragment: str
+) -> None:
+    assert change[0] in GOOD
+    path = write_bug(tmp_path, GOOD.replace(*change))
+    with pytest.raises(CaseError) as info:
+        load_registry(tmp_path)
+    assert info.value.key == key
+    assert str(path) in str(info.value) and f"[{key}]" in str(info.value)
+    assert fragment in str(info.value)
+
+
+def test_invalid_toml_names_file(tmp_path: Path) -> None:
+    path = write_bug(tmp_path, "id = \n")
+    with pytest.raises(CaseError, match="not valid TOML") as info:
+        load_registry(tmp_path)
+    assert info.value.path == path
+
+
+def test_case_referencing_missing_bug(tmp_path: Path) -> None:
+    write_bug(tmp_path, GOOD)
+    registry = load_registry(tmp_path)
+    check_case_bugs(["prelu"], registry, tmp_path / "case.toml")
+    with pytest.raises(CaseError) as info:
+        check_case_bugs(["prelu", "gone"], registry, tmp_path / "case.toml")
+    assert info.value.key == "bugs"
+    assert "'gone'" in str(info.value) and "known bugs: prelu" in str(info.value)
+
+
+def test_evaluate_findings_for_reproducers_and_matches(tmp_path: Path) -> None:
+    write_bug(tmp_path, GOOD)
+    registry = load_registry(tmp_path)
+    sw = signature_env(
+        {"software_ops": ["PRelu"], "epochs": {"sw": 2}}, stage="generate", version="2.1.0"
+    )
+    (finding,) = registry.evaluate(sw, case_name="mtcnn-rnet/int8")
+    assert finding.status == "reproduced"
+    assert finding.evidence["values"] == {"software_ops": ["PRelu"]}
+    assert finding.evidence["affects"] is True
+    assert finding.to_row()["bug_id"] == "prelu"
+    hw = signature_env({"software_ops": []}, stage="generate", version="2.2.0")
+    (finding,) = registry.evaluate(hw, case_name="mtcnn-rnet/int8")
+    assert finding.status == "not-reproduced" and finding.evidence["affects"] is False
+    blind = signature_env({}, stage="generate", version="2.2.0")
+    (finding,) = registry.evaluate(blind, case_name="mtcnn-rnet/int8")
+    assert finding.status == "unknown"
+    # another case: only a match is a finding
+    assert registry.evaluate(hw, case_name="mlperf-resnet8") == []
+    (finding,) = registry.evaluate(sw, case_name="mlperf-resnet8")
+    assert finding.status == "reproduced" and finding.evidence["reproducer"] is False
+    # a case listing the bug is relevant too
+    assert len(registry.evaluate(hw, case_name="x", case_bugs=["prelu"])) == 1
+
+
+def test_stages_limit_where_a_bug_is_looked_for(tmp_path: Path) -> None:
+    write_bug(tmp_path, GOOD.replace('status = "fixed"', 'status = "fixed"\nstages = ["generate"]'))
+    registry = load_registry(tmp_path)
+    env = signature_env({"software_ops": ["PRelu"]}, stage="validate-host", version="2.1.0")
+    assert registry.evaluate(env, case_name="mtcnn-rnet/int8") == []
+    bug = registry.get("prelu")
+    assert bug is not None and bug.explains({**env, "stage": "generate"}, "2.1.0")
+    assert not bug.explains(env, "2.2.0")
+
+
+# -- the corpus's own registry ---------------------------------------------------------------
+
+EXPECTED_IDS = {
+    "act-far-above-liveness": ["mvs-cnn/int8"],
+    "int8-act-exceeds-float": ["mvs-cnn/int8"],
+    "prelu-sw-int8": ["mtcnn-rnet/int8", "mtcnn-onet/int8"],
+    "hybrid-epochs-oalt-sched": ["mtcnn-rnet/alt-sched", "mtcnn-onet/alt-sched"],
+    "tcn-uncorrelated-4.0.1": ["tcn-23x60"],
+    "npu-hang-activ-conv": ["relu-dw7"],
+    "dw-stride2-stall": ["dw-stride2"],
+    "validate-generate-act-mismatch": ["conv2d-16f-3x3"],
+}
+
+
+def test_corpus_registry_loads_with_the_reported_bugs() -> None:
+    registry = load_registry(CORPUS / "bugs")
+    assert {b.id: list(b.reproducers) for b in registry} == EXPECTED_IDS
+    prelu = registry.get("prelu-sw-int8")
+    assert prelu is not None
+    assert prelu.affects("2.1.0") is True and prelu.affects("2.2.0") is False
+    tcn = registry.get("tcn-uncorrelated-4.0.1")
+    assert tcn is not None and tcn.affects("4.0.1") and tcn.affects("3.0.0") is None
+    # the forum report names no version: unknown, never a guess
+    act = registry.get("act-far-above-liveness")
+    assert act is not None and act.affected is None and act.affects("2.2.0") is None
+
+
+@pytest.mark.parametrize(
+    ("bug_id", "env", "status"),
+    [
+        ("act-far-above-liveness", {"activations_ratio": 22.9e6 / 2.5e6}, "reproduced"),
+        ("act-far-above-liveness", {"activations_ratio": 1.1}, "not-reproduced"),
+        (
+            "int8-act-exceeds-float",
+            {
+                "float_nodes": 0,
+                "activations_bytes": 22.9e6,
+                "activations_lower_bound_bytes": 2_457_600,
+            },
+            "reproduced",
+        ),
+        (
+            "int8-act-exceeds-float",
+            {"activations_bytes": 22.9e6, "activations_lower_bound_bytes": 2_457_600},
+            "unknown",
+        ),
+        ("tcn-uncorrelated-4.0.1", {"val_cos": 0.091, "stage": "validate-target"}, "reproduced"),
+        (
+            "tcn-uncorrelated-4.0.1",
+            {"val_cos": 0.995, "stage": "validate-target"},
+            "not-reproduced",
+        ),
+        ("hybrid-epochs-oalt-sched", {"epochs_hybrid": 3}, "reproduced"),
+        (
+            "npu-hang-activ-conv",
+            {"diagnostics": ["LoadError"], "stage": "validate-target"},
+            "reproduced",
+        ),
+        ("validate-generate-act-mismatch", {"activations_ratio": 12_304 / 77_824}, "reproduced"),
+        (
+            "validate-generate-act-mismatch",
+            {"activations_ratio": 78_112 / 77_824},
+            "not-reproduced",
+        ),
+    ],
+)
+def test_corpus_signatures_on_reported_figures(bug_id: str, env: dict, status: str) -> None:
+    registry = load_registry(CORPUS / "bugs")
+    bug = registry.get(bug_id)
+    assert bug is not None
+    env = {"stage": bug.stages[0] if bug.stages else "generate", **env}
+    findings = [
+        f for f in registry.evaluate(env, case_name=bug.reproducers[0]) if f.bug_id == bug_id
+    ]
+    assert [f.status for f in findings] == [status]
+
+
+def test_corpus_cases_and_registry_agree() -> None:
+    from pytest_stedge.corpus import iter_case_files, load_cases
+
+    registry = load_registry(CORPUS / "bugs")
+    names = []
+    for case_toml in iter_case_files(CORPUS):
+        if "bugs" in case_toml.parts:
+            continue
+        try:
+            cases = load_cases(case_toml, CORPUS)
+        except (CaseError, FileNotFoundError) as exc:  # a model the corpus build has not made yet
+            pytest.skip(f"corpus not complete: {exc}")
+        for case in cases:
+            names.append(case.name)
+            check_case_bugs(case.bugs, registry, case.path)
+    assert missing_reproducers(registry, names) == []
