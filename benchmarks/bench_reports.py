@@ -22,10 +22,10 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from pytest_stedge.diff import ChangeKind, DiffReport, MetricChange, diff_store  # noqa: E402
-from pytest_stedge.html import render_dashboard, render_diff_page  # noqa: E402
-from pytest_stedge.result import METRICS, flat_metrics, new_result  # noqa: E402
-from pytest_stedge.store import ItemRow, Store  # noqa: E402
+from pytest_stedge.diff import ChangeKind, DiffReport, MetricChange, diff_store
+from pytest_stedge.html import render_dashboard, render_diff_page
+from pytest_stedge.result import METRICS, flat_metrics, new_result
+from pytest_stedge.store import ItemRow, Store
 
 EXTRA = [f"pool_{i}_used_bytes" for i in range(9)]  # 21 known metrics + 9 = 30
 BUGS = 5
@@ -132,18 +132,22 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--versions", type=int, default=30)
     parser.add_argument("--keep", type=Path, default=None, help="Write the outputs here")
+    parser.add_argument(
+        "--reuse", action="store_true", help="Reuse the store already in --keep (building takes minutes)"
+    )
     args = parser.parse_args()
     versions = [f"{1 + i // 10}.{i % 10}.0" for i in range(args.versions)]
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         db = root / "bench.duckdb"
-        if db.exists():
-            db.unlink()
-        started = time.perf_counter()
-        rows = build(db, root / "bugs", args.cases, versions)
-        print(f"store: {args.cases} cases x {len(versions)} versions, {rows:,} metric rows "
-              f"(built in {time.perf_counter() - started:.1f} s)")
+        if not (args.reuse and db.exists()):
+            if db.exists():
+                db.unlink()
+            started = time.perf_counter()
+            rows = build(db, root / "bugs", args.cases, versions)
+            print(f"store: {args.cases} cases x {len(versions)} versions, {rows:,} metric rows "
+                  f"(built in {time.perf_counter() - started:.1f} s through Store.add_items)")
         base, head = versions[-2], versions[-1]
         with Store.open(db, create=False) as store:
             store.metric_rows(versions=[base, head])  # warm DuckDB up, as a CLI would once

@@ -206,7 +206,7 @@ def open_port(spec: BoardSpec, *, read_timeout: float = 0.1, write_timeout: floa
         try:
             return serial.serial_for_url(url, baudrate=spec.baud, timeout=read_timeout,
                                          write_timeout=write_timeout,
-                                         exclusive=spec.kind == "serial")
+                                         exclusive=True if spec.kind == "serial" else None)
         except (serial.SerialException, OSError) as exc:
             text = str(exc)
             code = getattr(exc, "errno", None)

@@ -91,12 +91,13 @@ class BoardClient:
             raise
 
     def _drain(self) -> None:
-        """Discard the boot banner and stale bytes until the line is quiet for one poll."""
+        """Discard the boot banner and stale bytes until the line is quiet for one poll
+        (at most 2 s: a port that never stops talking then fails the sync instead)."""
         try:
             self._ser.reset_input_buffer()
-            for _ in range(1000):
-                if not self._ser.read(4096):
-                    break
+            end = time.monotonic() + 2.0
+            while self._ser.read(4096) and time.monotonic() < end:
+                pass
         except Exception as exc:  # noqa: BLE001 - pyserial raises many kinds here
             raise self._lost(exc) from exc
         self._buf.clear()

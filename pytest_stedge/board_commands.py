@@ -128,27 +128,32 @@ def _resolve(text: str) -> tuple[Path, str | None]:
     return path, None
 
 
-def default_stimulus(descs: Any, seed: int) -> list[Any]:
-    """First sample of stedgeai validate's random stimulus for these board inputs.
+def default_stimulus(descs: Any, seed: int, samples: int = 10) -> list[Any]:
+    """Sample 0 of stedgeai validate's random stimulus (10 samples, seed 42) for these
+    board inputs, drawn as ``stedge reference``/``diverge`` draw it.
 
-    Float: ``RandomState(seed).uniform(0, 1)``; quantised integer inputs: uniform over
-    the representable real range, then ``clip(round(x / s) + zp)``.
+    Float: ``RandomState(seed).uniform(0, 1, (samples,) + shape)``; quantised integer
+    inputs: uniform over the representable real range, then ``clip(round(x / s) + zp)``.
+    Several inputs draw their samples from one generator in input order.
     """
     import numpy as np
 
     rng = np.random.RandomState(seed)
     out = []
     for d in descs:
+        per_sample = d.shape[1:] if d.shape and d.shape[0] == 1 else d.shape
+        size = (samples, *per_sample)
         if d.dtype.kind in "iu" and d.scale:
             info = np.iinfo(d.dtype)
             lo, hi = (info.min - d.zero_point) * d.scale, (info.max - d.zero_point) * d.scale
-            x = rng.uniform(lo, hi, size=d.shape).astype(np.float32)
+            x = rng.uniform(lo, hi, size=size).astype(np.float32)
             q = np.clip(np.round(x / np.float32(d.scale)) + d.zero_point, info.min, info.max)
-            out.append(q.astype(d.dtype))
+            first = q.astype(d.dtype)[0]
         elif d.dtype.kind == "b":
-            out.append(rng.uniform(0, 1, size=d.shape) > 0.5)
+            first = (rng.uniform(0, 1, size=size) > 0.5)[0]
         else:
-            out.append(rng.uniform(0, 1, size=d.shape).astype(d.dtype))
+            first = rng.uniform(0, 1, size=size).astype(np.float32).astype(d.dtype)[0]
+        out.append(first.reshape(d.shape))
     return out
 
 
@@ -182,10 +187,13 @@ def cmd_board_run(args: argparse.Namespace) -> int:
         arrays.update({k: v for k, v in node.tensors.items() if v.size})
     out_names = list(result.outputs)
     if len(onnx_out) == len(out_names) and not set(out_names) <= set(onnx_out):
-        out_names = onnx_out  # board-side names (e.g. Quantize_57_out_0): use the model's
-    arrays.update(zip(out_names, result.outputs.values()))
-    in_names = onnx_in if len(onnx_in) == len(inputs) else [d.name for d in net.inputs]
-    arrays.update(zip(in_names, inputs))
+        out_names = list(onnx_out)  # board-side names (e.g. Quantize_57_out_0): the model's
+    descs = list(result.output_descs.values())
+    for name, arr, desc in zip(out_names, result.outputs.values(), descs):
+        arrays[name] = _as_model_tensor(arr, desc, onnx_out.get(name))
+    in_names = list(onnx_in) if len(onnx_in) == len(inputs) else [d.name for d in net.inputs]
+    for name, arr, desc in zip(in_names, inputs, net.inputs):
+        arrays[name] = _as_model_tensor(np.asarray(arr), desc, onnx_in.get(name))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(args.out, **arrays)
     meta = {
@@ -211,12 +219,27 @@ def cmd_board_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _onnx_io_names(model: Path) -> tuple[list[str], list[str]]:
-    """Graph input and output names of an ONNX model (empty when it is not ONNX)."""
+def _onnx_io_names(model: Path) -> tuple[dict[str, bool], dict[str, bool]]:
+    """Graph inputs and outputs of an ONNX model, name -> whether it is a float tensor
+    (empty when the file is not ONNX)."""
     if model.suffix.lower() != ".onnx" or not model.is_file():
-        return [], []
+        return {}, {}
     import onnx
 
     graph = onnx.load(str(model), load_external_data=False).graph
     inits = {i.name for i in graph.initializer}
-    return [v.name for v in graph.input if v.name not in inits], [v.name for v in graph.output]
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
+
+    def is_float(v: Any) -> bool:
+        return bool(v.type.tensor_type.elem_type in floats)
+
+    return ({v.name: is_float(v) for v in graph.input if v.name not in inits},
+            {v.name: is_float(v) for v in graph.output})
+
+
+def _as_model_tensor(arr: Any, desc: Any, model_is_float: bool | None) -> Any:
+    """Board integer codes of a quantised tensor become reals where the ONNX graph has a
+    float tensor (a QDQ model's float input/output); anything else is kept as received."""
+    if model_is_float and arr.dtype.kind in "iu" and desc.scale:
+        return desc.dequantize(arr)
+    return arr

@@ -57,11 +57,9 @@ def environment() -> Environment:
 
     script = env.get_template("_sort.js.j2").render()
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    env.globals.update(
-        palette=PALETTE,
-        sort_script=Markup(script),
-        script_hash=f"sha256-{digest}",
-    )
+    env.globals.update(palette=PALETTE, sort_script=Markup(script), script_hash=f"sha256-{digest}")
+    # The stylesheet is the same on every page: render it once.
+    env.globals["stylesheet"] = Markup(env.get_template("_style.html.j2").render())
     return env
 
 

@@ -24,18 +24,15 @@ from .result import METRICS
 
 if TYPE_CHECKING:
     from .corpus import Case
-    from .diff import DiffReport, MetricChange
     from .store import Store
 
 FAILING = ("failed", "error")
 CHART_ROWS = 60  # split long charts so each stays legible
 
 
-def doc(text: str, default: Any = None, factory: Any = None) -> Any:
-    """A dataclass field carrying its help text (the template contract)."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={"help": text})
-    return field(default=default, metadata={"help": text})
+def _h(text: str) -> dict[str, str]:
+    """Field metadata carrying a context field's help text (the template contract)."""
+    return {"help": text}
 
 
 def slug(text: str, prefix: str = "") -> str:
@@ -71,89 +68,89 @@ def chunks(rows: Sequence[Any], size: int = CHART_ROWS) -> list[Sequence[Any]]:
 class Diagnostic:
     """One diagnostic the tool printed (E103 ...), or one the harness added."""
 
-    level: str = doc("error or warning", "error")
-    code: str = doc("the tool's code such as E103, or empty", "")
-    kind: str = doc("the tool's kind such as NotImplemented, or empty", "")
-    message: str = doc("the message as printed", "")
+    level: str = field(default="error", metadata=_h("error or warning"))
+    code: str = field(default="", metadata=_h("the tool's code such as E103, or empty"))
+    kind: str = field(default="", metadata=_h("the tool's kind such as NotImplemented, or empty"))
+    message: str = field(default="", metadata=_h("the message as printed"))
 
 
 @dataclass
 class MetricLine:
     """One measured (or expected but not measured) metric of an item."""
 
-    metric: str = doc("flat metric name, e.g. activations_bytes")
-    unit: str = doc("unit of the value (B, dB, epochs ...)", "")
-    value: float | None = doc("the measured value; None when not measured")
-    expected: str = doc("the case.toml expectation as text, or empty when none", "")
-    status: str = doc("met, missed, or empty when there is no expectation", "")
-    help: str = doc("what the metric means", "")
+    metric: str = field(metadata=_h("flat metric name, e.g. activations_bytes"))
+    unit: str = field(default="", metadata=_h("unit of the value (B, dB, epochs ...)"))
+    value: float | None = field(default=None, metadata=_h("the measured value; None when not measured"))
+    expected: str = field(default="", metadata=_h("the case.toml expectation as text, or empty when none"))
+    status: str = field(default="", metadata=_h("met, missed, or empty when there is no expectation"))
+    help: str = field(default="", metadata=_h("what the metric means"))
 
 
 @dataclass
 class FindingView:
     """A known-bug finding of one item."""
 
-    bug_id: str = doc("known-bug id (corpus/bugs/<id>.toml)")
-    status: str = doc("reproduced, not-reproduced or unknown")
-    case_name: str = doc("the case it was found on")
-    stage: str = doc("the stage")
-    version: str = doc("toolchain version", "")
-    run_id: int = doc("the run that stored it", 0)
-    evidence: list[tuple[str, str]] = doc("(metric, value) pairs the signature read", factory=list)
-    signature: str = doc("the signature evaluated, empty when not stored", "")
+    bug_id: str = field(metadata=_h("known-bug id (corpus/bugs/<id>.toml)"))
+    status: str = field(metadata=_h("reproduced, not-reproduced or unknown"))
+    case_name: str = field(metadata=_h("the case it was found on"))
+    stage: str = field(metadata=_h("the stage"))
+    version: str = field(default="", metadata=_h("toolchain version"))
+    run_id: int = field(default=0, metadata=_h("the run that stored it"))
+    evidence: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(metric, value) pairs the signature read"))
+    signature: str = field(default="", metadata=_h("the signature evaluated, empty when not stored"))
 
 
 @dataclass
 class ItemView:
     """One stored item (case, stage, version) of a run."""
 
-    nodeid: str = doc("pytest node id")
-    case_name: str = doc("case name (untrusted text)")
-    stage: str = doc("oracle, generate, analyze, validate-host or validate-target")
-    version: str = doc("toolchain version, empty for the oracle", "")
-    outcome: str = doc("passed, failed, error, skipped, xfailed or xpassed", "")
-    recorded: bool = doc("replayed from a recorded run of the tool", False)
-    duration_s: float | None = doc("wall time of the item in seconds")
-    message: str = doc("failure or skip message, empty when none", "")
-    metrics: list[MetricLine] = doc("every metric with its expectation", factory=list)
-    activations: float | None = doc("the tool's activation bytes")
-    lower_bound: float | None = doc("the oracle's liveness lower bound in bytes")
-    ratio: float | None = doc("activations / lower bound")
-    epochs: dict[str, float | None] = doc("epochs by kind: total, hw, ec, sw, hybrid", factory=dict)
-    software_ops: list[str] = doc("operator types that ran in SW/hybrid epochs", factory=list)
-    diagnostics: list[Diagnostic] = doc("the tool's diagnostics", factory=list)
-    findings: list[FindingView] = doc("known-bug findings of this item", factory=list)
-    tool: str = doc("tool version/build as the Result states it", "")
+    nodeid: str = field(metadata=_h("pytest node id"))
+    case_name: str = field(metadata=_h("case name (untrusted text)"))
+    stage: str = field(metadata=_h("oracle, generate, analyze, validate-host or validate-target"))
+    version: str = field(default="", metadata=_h("toolchain version, empty for the oracle"))
+    outcome: str = field(default="", metadata=_h("passed, failed, error, skipped, xfailed or xpassed"))
+    recorded: bool = field(default=False, metadata=_h("replayed from a recorded run of the tool"))
+    duration_s: float | None = field(default=None, metadata=_h("wall time of the item in seconds"))
+    message: str = field(default="", metadata=_h("failure or skip message, empty when none"))
+    metrics: list[MetricLine] = field(default_factory=list, metadata=_h("every metric with its expectation"))
+    activations: float | None = field(default=None, metadata=_h("the tool's activation bytes"))
+    lower_bound: float | None = field(default=None, metadata=_h("the oracle's liveness lower bound in bytes"))
+    ratio: float | None = field(default=None, metadata=_h("activations / lower bound"))
+    epochs: dict[str, float | None] = field(default_factory=dict, metadata=_h("epochs by kind: total, hw, ec, sw, hybrid"))
+    software_ops: list[str] = field(default_factory=list, metadata=_h("operator types that ran in SW/hybrid epochs"))
+    diagnostics: list[Diagnostic] = field(default_factory=list, metadata=_h("the tool's diagnostics"))
+    findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item"))
+    tool: str = field(default="", metadata=_h("tool version/build as the Result states it"))
 
 
 @dataclass
 class CaseView:
     """The items of one case in a run."""
 
-    name: str = doc("case name (untrusted text)")
-    anchor: str = doc("HTML id of the case's section")
-    case_path: str = doc("stored case.toml path, empty when unknown", "")
-    note: str = doc("why expectations are missing (case.toml gone or invalid), or empty", "")
-    items: list[ItemView] = doc("the case's items, by stage and version", factory=list)
+    name: str = field(metadata=_h("case name (untrusted text)"))
+    anchor: str = field(metadata=_h("HTML id of the case's section"))
+    case_path: str = field(default="", metadata=_h("stored case.toml path, empty when unknown"))
+    note: str = field(default="", metadata=_h("why expectations are missing (case.toml gone or invalid), or empty"))
+    items: list[ItemView] = field(default_factory=list, metadata=_h("the case's items, by stage and version"))
 
 
 @dataclass
 class RunPage:
     """Context of run.html.j2: one pytest session."""
 
-    run_id: int = doc("run id in the store")
-    status: str = doc("running, passed, failed, interrupted or error")
-    started_at: str = doc("start time (UTC)", "")
-    finished_at: str = doc("end time (UTC), empty while running", "")
-    host: str = doc("machine that ran it", "")
-    versions: list[str] = doc("toolchain versions run", factory=list)
-    baseline: str = doc("--stedge-baseline version, empty when none", "")
-    argv: str = doc("the command line", "")
-    counts: list[tuple[str, int]] = doc("items by outcome", factory=list)
-    cases: list[CaseView] = doc("cases with their items", factory=list)
-    failing: list[ItemView] = doc("failed and errored items", factory=list)
-    findings: list[FindingView] = doc("every finding of the run", factory=list)
-    charts: list[Markup] = doc("inline SVG charts (activations vs bound, epochs)", factory=list)
+    run_id: int = field(metadata=_h("run id in the store"))
+    status: str = field(metadata=_h("running, passed, failed, interrupted or error"))
+    started_at: str = field(default="", metadata=_h("start time (UTC)"))
+    finished_at: str = field(default="", metadata=_h("end time (UTC), empty while running"))
+    host: str = field(default="", metadata=_h("machine that ran it"))
+    versions: list[str] = field(default_factory=list, metadata=_h("toolchain versions run"))
+    baseline: str = field(default="", metadata=_h("--stedge-baseline version, empty when none"))
+    argv: str = field(default="", metadata=_h("the command line"))
+    counts: list[tuple[str, int]] = field(default_factory=list, metadata=_h("items by outcome"))
+    cases: list[CaseView] = field(default_factory=list, metadata=_h("cases with their items"))
+    failing: list[ItemView] = field(default_factory=list, metadata=_h("failed and errored items"))
+    findings: list[FindingView] = field(default_factory=list, metadata=_h("every finding of the run"))
+    charts: list[Markup] = field(default_factory=list, metadata=_h("inline SVG charts (activations vs bound, epochs)"))
 
 
 def build_run_page(store: Store, run_id: int) -> RunPage:
@@ -165,9 +162,9 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
     findings: dict[str, list[FindingView]] = {}
     all_findings = []
     for row in run_findings(store, run_id):
-        view = _finding_view(row)
-        findings.setdefault(row["nodeid"], []).append(view)
-        all_findings.append(view)
+        finding = _finding_view(row)
+        findings.setdefault(row["nodeid"], []).append(finding)
+        all_findings.append(finding)
     loaded: dict[str, tuple[dict[str, Case], str]] = {}
     cases: dict[str, CaseView] = {}
     for item in run["items"]:
@@ -269,7 +266,7 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
             )
         )
     oracle = result.get("oracle") or {}
-    bound = metrics.get("activations_lower_bound_bytes", _number(oracle.get("lower_bound_bytes")))
+    lower = metrics.get("activations_lower_bound_bytes", _number(oracle.get("lower_bound_bytes")))
     epochs_raw = result.get("epochs") or {}
     epochs = {k: metrics.get(f"epochs_{k}", _number(epochs_raw.get(k))) for k in ("total", *EPOCH_KINDS)}
     tool = result.get("tool") or {}
@@ -284,7 +281,7 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
         message=str(item.get("message") or ""),
         metrics=lines,
         activations=metrics.get("activations_bytes"),
-        lower_bound=bound,
+        lower_bound=lower,
         ratio=metrics.get("activations_ratio"),
         epochs=epochs if any(v is not None for v in epochs.values()) else {},
         software_ops=[str(op) for op in result.get("software_ops") or []],
@@ -378,6 +375,6 @@ def chart_values(
         staged.setdefault(key, {})[row["stage"]] = float(row["value"])
     out: dict[str, dict[str, dict[str, float]]] = {}
     for (case_name, version, metric), by_stage in staged.items():
-        stage = "generate" if "generate" in by_stage else sorted(by_stage)[0]
+        stage = "generate" if "generate" in by_stage else min(by_stage)
         out.setdefault(case_name, {}).setdefault(version, {})[metric] = by_stage[stage]
     return out

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from . import charts
 from .charts import EPOCH_KINDS, Series
-from .report_data import CHART_ROWS, chart_values, chunks, doc, epochs_chart, slug
+from .report_data import CHART_ROWS, _h, chart_values, chunks, epochs_chart, slug
 
 if TYPE_CHECKING:
     from .diff import DiffReport, MetricChange
@@ -22,44 +21,44 @@ if TYPE_CHECKING:
 class DiffRow:
     """One metric of one (case, stage) in the diff."""
 
-    metric: str = doc("flat metric name")
-    unit: str = doc("unit (B, epochs, dB ...)", "")
-    old: float | None = doc("value in the base version")
-    new: float | None = doc("value in the head version")
-    delta: float | None = doc("new - old, in the metric's unit")
-    delta_pct: float | None = doc("delta as a percentage of old")
-    kind: str = doc("regressed, improved, newly failing, fixed, not comparable or unchanged", "")
-    band: str = doc("the band the change was judged against", "")
-    beyond_band: bool = doc("the change exceeds the band", False)
-    note: str = doc("why not comparable, or which expectation flipped", "")
+    metric: str = field(metadata=_h("flat metric name"))
+    unit: str = field(default="", metadata=_h("unit (B, epochs, dB ...)"))
+    old: float | None = field(default=None, metadata=_h("value in the base version"))
+    new: float | None = field(default=None, metadata=_h("value in the head version"))
+    delta: float | None = field(default=None, metadata=_h("new - old, in the metric's unit"))
+    delta_pct: float | None = field(default=None, metadata=_h("delta as a percentage of old"))
+    kind: str = field(default="", metadata=_h("regressed, improved, newly failing, fixed, not comparable or unchanged"))
+    band: str = field(default="", metadata=_h("the band the change was judged against"))
+    beyond_band: bool = field(default=False, metadata=_h("the change exceeds the band"))
+    note: str = field(default="", metadata=_h("why not comparable, or which expectation flipped"))
 
 
 @dataclass
 class DiffTable:
     """The changes of one case and stage."""
 
-    case_name: str = doc("case name (untrusted text)")
-    stage: str = doc("stage compared")
-    anchor: str = doc("HTML id of the table")
-    worst: str = doc("the most severe change kind in the table")
-    counts: list[tuple[str, int]] = doc("changes by kind (non-zero only)", factory=list)
-    rows: list[DiffRow] = doc("one row per metric", factory=list)
+    case_name: str = field(metadata=_h("case name (untrusted text)"))
+    stage: str = field(metadata=_h("stage compared"))
+    anchor: str = field(metadata=_h("HTML id of the table"))
+    worst: str = field(metadata=_h("the most severe change kind in the table"))
+    counts: list[tuple[str, int]] = field(default_factory=list, metadata=_h("changes by kind (non-zero only)"))
+    rows: list[DiffRow] = field(default_factory=list, metadata=_h("one row per metric"))
 
 
 @dataclass
 class DiffPage:
     """Context of diff.html.j2: every metric change from base to head."""
 
-    base: str = doc("base toolchain version")
-    head: str = doc("head toolchain version")
-    regressed: bool = doc("anything regressed or newly fails", False)
-    counts: list[tuple[str, int]] = doc("changes by kind, every kind listed", factory=list)
-    tables: list[DiffTable] = doc("a table per case and stage, most severe first", factory=list)
-    only_base: list[tuple[str, str]] = doc("(case, stage) stored only for base", factory=list)
-    only_head: list[tuple[str, str]] = doc("(case, stage) stored only for head", factory=list)
-    base_runs: list[int] = doc("runs holding base results, newest first", factory=list)
-    head_runs: list[int] = doc("runs holding head results, newest first", factory=list)
-    charts: list[Markup] = doc("memory and epoch charts of both versions", factory=list)
+    base: str = field(metadata=_h("base toolchain version"))
+    head: str = field(metadata=_h("head toolchain version"))
+    regressed: bool = field(default=False, metadata=_h("anything regressed or newly fails"))
+    counts: list[tuple[str, int]] = field(default_factory=list, metadata=_h("changes by kind, every kind listed"))
+    tables: list[DiffTable] = field(default_factory=list, metadata=_h("a table per case and stage, most severe first"))
+    only_base: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(case, stage) stored only for base"))
+    only_head: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(case, stage) stored only for head"))
+    base_runs: list[int] = field(default_factory=list, metadata=_h("runs holding base results, newest first"))
+    head_runs: list[int] = field(default_factory=list, metadata=_h("runs holding head results, newest first"))
+    charts: list[Markup] = field(default_factory=list, metadata=_h("memory and epoch charts of both versions"))
 
 
 def build_diff_page(report: DiffReport, store: Store) -> DiffPage:

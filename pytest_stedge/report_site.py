@@ -13,7 +13,7 @@ File names are slugs with a hash suffix, never the untrusted names themselves.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +25,8 @@ from .charts import EPOCH_KINDS, Series
 from .report_data import (
     FindingView,
     _finding_view,
+    _h,
     chart_values,
-    doc,
     epochs_chart,
     slug,
     sorted_versions,
@@ -48,90 +48,90 @@ STATUS_TEXT = {
 class BugInfo:
     """A known bug as the registry describes it (or only its id, from stored findings)."""
 
-    id: str = doc("bug id (untrusted text)")
-    page: str = doc("file name of the bug's page under bugs/")
-    title: str = doc("one-line title", "")
-    source: str = doc("where the bug was reported (URL or text)", "")
-    source_href: str = doc("the source when it is an http(s) URL, else empty", "")
-    signature: str = doc("the signature expression over metrics", "")
-    affected: str = doc("affected versions (PEP 440 specifier)", "")
-    fixed_in: str = doc("version that fixed it, empty when not fixed", "")
-    status: str = doc("registry status (open, fixed ...)", "")
-    reproducers: list[str] = doc("cases that reproduce it", factory=list)
-    in_registry: bool = doc("the bug has a file in corpus/bugs", True)
+    id: str = field(metadata=_h("bug id (untrusted text)"))
+    page: str = field(metadata=_h("file name of the bug's page under bugs/"))
+    title: str = field(default="", metadata=_h("one-line title"))
+    source: str = field(default="", metadata=_h("where the bug was reported (URL or text)"))
+    source_href: str = field(default="", metadata=_h("the source when it is an http(s) URL, else empty"))
+    signature: str = field(default="", metadata=_h("the signature expression over metrics"))
+    affected: str = field(default="", metadata=_h("affected versions (PEP 440 specifier)"))
+    fixed_in: str = field(default="", metadata=_h("version that fixed it, empty when not fixed"))
+    status: str = field(default="", metadata=_h("registry status (open, fixed ...)"))
+    reproducers: list[str] = field(default_factory=list, metadata=_h("cases that reproduce it"))
+    in_registry: bool = field(default=True, metadata=_h("the bug has a file in corpus/bugs"))
 
 
 @dataclass
 class Cell:
     """One bug x version cell of the matrix."""
 
-    status: str = doc("reproduced, not-reproduced, unknown or not-run")
-    text: str = doc("the status as people read it")
-    href: str = doc("link to the evidence on the bug page, empty when not run", "")
-    title: str = doc("tooltip: run, case and metric values that decided the status", "")
+    status: str = field(metadata=_h("reproduced, not-reproduced, unknown or not-run"))
+    text: str = field(metadata=_h("the status as people read it"))
+    href: str = field(default="", metadata=_h("link to the evidence on the bug page, empty when not run"))
+    title: str = field(default="", metadata=_h("tooltip: run, case and metric values that decided the status"))
 
 
 @dataclass
 class MatrixRow:
     """A bug and its cells, one per version."""
 
-    bug: BugInfo = doc("the bug")
-    cells: list[Cell] = doc("one cell per version, in release order", factory=list)
+    bug: BugInfo = field(metadata=_h("the bug"))
+    cells: list[Cell] = field(default_factory=list, metadata=_h("one cell per version, in release order"))
 
 
 @dataclass
 class Evidence:
     """A finding on a bug page, with links to its case."""
 
-    anchor: str = doc("HTML id (the matrix links here)", "")
-    finding: FindingView = doc("the stored finding")
-    started_at: str = doc("when its run started", "")
-    case_href: str = doc("link to the case page, empty when the case has none", "")
+    finding: FindingView = field(metadata=_h("the stored finding"))
+    anchor: str = field(default="", metadata=_h("HTML id (the matrix links here)"))
+    started_at: str = field(default="", metadata=_h("when its run started"))
+    case_href: str = field(default="", metadata=_h("link to the case page, empty when the case has none"))
 
 
 @dataclass
 class BugPage:
     """Context of bug.html.j2."""
 
-    bug: BugInfo = doc("the bug")
-    row: MatrixRow = doc("its matrix row (status by version)")
-    versions: list[str] = doc("toolchain versions, release order", factory=list)
-    reproducers: list[tuple[str, str]] = doc("(case, link or empty)", factory=list)
-    history: list[Evidence] = doc("findings, by version then newest run first", factory=list)
+    bug: BugInfo = field(metadata=_h("the bug"))
+    row: MatrixRow = field(metadata=_h("its matrix row (status by version)"))
+    versions: list[str] = field(default_factory=list, metadata=_h("toolchain versions, release order"))
+    reproducers: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(case, link or empty)"))
+    history: list[Evidence] = field(default_factory=list, metadata=_h("findings, by version then newest run first"))
 
 
 @dataclass
 class CaseRow:
     """One (version, stage) of a case: the newest stored item."""
 
-    version: str = doc("toolchain version")
-    stage: str = doc("stage")
-    run_id: int = doc("run of the newest item", 0)
-    outcome: str = doc("its outcome", "")
-    recorded: bool = doc("replayed from a recorded run", False)
-    values: dict[str, float | None] = doc("charted metrics by name", factory=dict)
+    version: str = field(metadata=_h("toolchain version"))
+    stage: str = field(metadata=_h("stage"))
+    run_id: int = field(default=0, metadata=_h("run of the newest item"))
+    outcome: str = field(default="", metadata=_h("its outcome"))
+    recorded: bool = field(default=False, metadata=_h("replayed from a recorded run"))
+    values: dict[str, float | None] = field(default_factory=dict, metadata=_h("charted metrics by name"))
 
 
 @dataclass
 class CasePage:
     """Context of case.html.j2: one case across toolchain versions."""
 
-    name: str = doc("case name (untrusted text)")
-    page: str = doc("file name under cases/")
-    rows: list[CaseRow] = doc("newest item per version and stage", factory=list)
-    charts: list[Markup] = doc("history charts (memory, ratio, epochs)", factory=list)
-    findings: list[tuple[str, str, str]] = doc("(bug id, bug page, status) seen on it", factory=list)
+    name: str = field(metadata=_h("case name (untrusted text)"))
+    page: str = field(metadata=_h("file name under cases/"))
+    rows: list[CaseRow] = field(default_factory=list, metadata=_h("newest item per version and stage"))
+    charts: list[Markup] = field(default_factory=list, metadata=_h("history charts (memory, ratio, epochs)"))
+    findings: list[tuple[str, str, str]] = field(default_factory=list, metadata=_h("(bug id, bug page, status) seen on it"))
 
 
 @dataclass
 class IndexPage:
     """Context of index.html.j2."""
 
-    runs: list[dict[str, Any]] = doc("newest runs (id, started, status, versions, counts)", factory=list)
-    run_count: int = doc("runs stored", 0)
-    versions: list[str] = doc("toolchain versions with results", factory=list)
-    bugs: list[MatrixRow] = doc("bugs with their status per version", factory=list)
-    cases: list[tuple[str, str, str, str]] = doc("(case, page, latest version, outcome)", factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list, metadata=_h("newest runs (id, started, status, versions, counts)"))
+    run_count: int = field(default=0, metadata=_h("runs stored"))
+    versions: list[str] = field(default_factory=list, metadata=_h("toolchain versions with results"))
+    bugs: list[MatrixRow] = field(default_factory=list, metadata=_h("bugs with their status per version"))
+    cases: list[tuple[str, str, str, str]] = field(default_factory=list, metadata=_h("(case, page, latest version, outcome)"))
 
 
 def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
@@ -212,7 +212,7 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
     latest: dict[str, tuple[str, str]] = {}
     for item in items:
         name, version = str(item["case_name"]), str(item["version"])
-        if name not in latest or sorted_versions([latest[name][0], version])[-1] == version:
+        if name not in latest or order[version] >= order[latest[name][0]]:
             latest[name] = (version, str(item["outcome"]))
     index = IndexPage(
         runs=store.list_runs(limit=20),

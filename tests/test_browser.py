@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_html_reports import build_store
 
 from pytest_stedge.diff import diff_store
 from pytest_stedge.html import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.store import Store
-from test_html_reports import build_store
 
 PROJECT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = PROJECT / "reports" / "screenshots"

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 import pytest
-from conftest import SIMPLE_CASE, CorpusFactory
+from conftest import SIMPLE_CASE
+from test_html_reports import Page
 
 from pytest_stedge import commands_report
 from pytest_stedge.diff import diff_store
 from pytest_stedge.errors import StoreError
 from pytest_stedge.html import render_diff_page
 from pytest_stedge.store import Store
-from test_html_reports import Page
 
 
 def _stedge(*argv: str) -> int:

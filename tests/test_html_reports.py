@@ -388,7 +388,7 @@ def test_hostile_names_render_as_text_everywhere(pages: dict[str, Path]) -> None
 
 def test_hostile_names_inside_svg_are_escaped(pages: dict[str, Path]) -> None:
     html = pages["diff"].read_text(encoding="utf-8")
-    svgs = re.findall(r"<svg.*?</svg>", html, flags=re.S)
+    svgs = re.findall(r"<svg.*?</svg>", html, flags=re.DOTALL)
     assert any("&lt;script&gt;alert(1)&lt;/script&gt;" in s for s in svgs)
     assert any("&#34; onmouseover=&#34;x" in s or "&quot; onmouseover" in s for s in svgs)
 

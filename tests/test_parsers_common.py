@@ -172,7 +172,7 @@ def test_minimal_report(tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-8-sig"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig"])
 def test_reports_saved_in_other_encodings(tmp_path: Path, encoding: str) -> None:
     path = _write(tmp_path, "r_generate_report.txt", REPORT.replace("\n", "\r\n").encode(encoding))
     assert parse_path(path)["memory"]["weights_bytes"] == 21_004

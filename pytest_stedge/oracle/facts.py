@@ -44,6 +44,13 @@ class QdqInfo:
 
 
 _QUANT_TYPES = frozenset({2, 3, 4, 5})  # uint8, int8, uint16, int16
+_FLOAT_TYPES = frozenset({1, 10, 11, 16})  # float, float16, double, bfloat16
+# Operators whose constant inputs are learned parameters (quantized through a DQ when
+# the operator is int8); Resize scales or Pad amounts are not.
+_WEIGHTED_OPS = frozenset(
+    {"Conv", "ConvTranspose", "Gemm", "MatMul", "PRelu", "Add", "Sub", "Mul", "Div",
+     "BatchNormalization", "InstanceNormalization", "LayerNormalization"}
+)
 
 # Operators that move or select int8 values without rescaling them: in a QDQ
 # model they run in int8 between a DequantizeLinear and a QuantizeLinear.
@@ -117,6 +124,21 @@ def classify(graph: Graph) -> QdqInfo:
     int8_in = forward(set())
     int8_inputs: set[str] = set()
 
+    def float_weights(node: Node) -> bool:
+        # A learned parameter fed as a float constant, not through DequantizeLinear (e.g. a
+        # PRelu slope left out of quantization): the operator cannot run as int8.
+        if node.op_type not in _WEIGHTED_OPS:
+            return False
+        for name in node.inputs:
+            if not name or name not in graph.constants:
+                continue
+            producer = graph.producer.get(name)
+            if producer is not None and nodes[producer].op_type in DQ_OPS:
+                continue
+            if graph.info(name).dtype in _FLOAT_TYPES:
+                return True
+        return False
+
     def int8_typed(node: Node) -> bool:
         # Already integer in the ONNX graph (e.g. a Transpose of an int8 input).
         names = [n for n in node.inputs if n and n not in graph.constants] + node.outputs
@@ -144,6 +166,7 @@ def classify(graph: Graph) -> QdqInfo:
             if (
                 acts
                 and outs
+                and not float_weights(node)
                 and all(a in int8_in for a in acts)
                 and all(o in int8_out for o in outs)
             ):

@@ -69,9 +69,10 @@ def decode_text(path: Path, data: bytes) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16", errors="replace")
     elif b"\x00" in head:
-        odd_nuls = head[1::2].count(0)
-        if odd_nuls > len(head) // 4:
+        if head[1::2].count(0) > len(head) // 4:
             text = data.decode("utf-16-le", errors="replace")
+        elif head[0::2].count(0) > len(head) // 4:
+            text = data.decode("utf-16-be", errors="replace")
         else:
             raise ReportParseError(
                 path, "binary file, not a text report or JSON written by stedgeai"

@@ -101,8 +101,8 @@ def parse_text_report(path: Path, text: str) -> Result:
         if warning:
             diagnostics.append(warning)
     state = _State(result)
-    for number, line in enumerate(lines, start=1):
-        state.feed(line, number)
+    for line in lines:
+        state.feed(line)
     state.finish(lines)
     if result["command"] == "unknown":
         result["command"] = "validate" if result.get("validation") else "generate"
@@ -125,7 +125,7 @@ class _State:
         self.sections: dict[str, Any] | None = None
         self.commands: list[str] = []
 
-    def feed(self, line: str, number: int) -> None:
+    def feed(self, line: str) -> None:
         stripped = line.strip()
         match = _SUMMARY.search(line)
         if match:

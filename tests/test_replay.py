@@ -1,0 +1,79 @@
+"""Recorded runs: ingest outputs made elsewhere, replay them where the tool is absent."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SIMPLE_CASE, CorpusFactory
+
+from pytest_stedge.cli import main
+from pytest_stedge.store import Store
+
+
+def _record_elsewhere(installs: Path, model: Path, out: Path) -> Path:
+    """What a Windows PC with the tool would hand over: its st_ai_output folder."""
+    exe = installs / "4.0" / "Utilities" / "linux" / "stedgeai"
+    subprocess.run(
+        [str(exe), "generate", "--model", str(model), "--target", "stm32n6", "--st-neural-art",
+         "--output", str(out), "--workspace", str(out.parent / "ws")],
+        check=True, capture_output=True,
+    )
+    return out
+
+
+def test_ingest_then_replay_without_the_install(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    corpus = make_corpus(
+        {"cnn": SIMPLE_CASE + "[expect]\nactivations_bytes = { min = 1 }\n", "norec": SIMPLE_CASE}
+    )
+    db = tmp_path / "db.duckdb"
+    folder = _record_elsewhere(fake_installs, corpus / "cnn" / "model.onnx", tmp_path / "pc" / "st_ai_output")
+    assert main(["ingest", str(folder), "--version", "4.0.1", "--case", "cnn",
+                 "--corpus", str(corpus), "--db", str(db)]) == 0
+    assert "stored" in capsys.readouterr().out
+
+    result = pytester.runpytest_subprocess(
+        str(corpus), "--stedge-version", "4.0.1", "--stedge-db", str(db), "-v", "-rs",
+        "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+    )
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cnn/case.toml::generate[[]4.0.1] PASSED (recorded)*",
+            "*not installed here and the store has no recording of norec*",
+            "1 item(s) replayed from recorded runs",
+        ]
+    )
+    with Store.open(db, create=False) as store:
+        run = store.get_run(store.latest_run_id() or 0)
+    replayed = next(i for i in run["items"] if i["stage"] == "generate" and i["case_name"] == "cnn")
+    assert replayed["recorded"] is True
+    assert replayed["metrics"]["activations_bytes"] > 0
+    assert replayed["result"]["tool"]["version"] == "4.0.1"
+
+
+def test_ingest_refuses_a_folder_without_tool_output_and_writes_nothing(
+    make_corpus: CorpusFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("hello\n")
+    db = tmp_path / "db.duckdb"
+    assert main(["ingest", str(empty), "--version", "4.0.1", "--case", "cnn",
+                 "--corpus", str(corpus), "--db", str(db)]) == 2
+    assert str(empty) in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_ingest_names_the_cases_it_knows(
+    make_corpus: CorpusFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    assert main(["ingest", str(tmp_path), "--version", "4.0.1", "--case", "nope",
+                 "--corpus", str(corpus), "--db", str(tmp_path / "db.duckdb")]) == 2
+    assert "no case 'nope'" in capsys.readouterr().err and "cnn" in capsys.readouterr().err + "cnn"
