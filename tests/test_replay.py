@@ -44,8 +44,8 @@ def test_ingest_then_replay_without_the_install(
     result.stdout.fnmatch_lines(
         [
             "*cnn/case.toml::generate[[]4.0.1] PASSED (recorded)*",
-            "*not installed here and the store has no recording of norec*",
             "1 item(s) replayed from recorded runs",
+            "*not installed here and the store has no recording of norec*",
         ]
     )
     with Store.open(db, create=False) as store:

@@ -169,14 +169,32 @@ def parse_folder(folder: Path) -> Result:
     for kind in ("report_json", "npz", "csv"):
         ordered += results.get(kind, [])
     merged = merge(ordered)
-    # The per-sample mean the report prints ("duration : 0.018 ms by sample") is the figure
-    # users read; c_info's graph exec_time is a sum over nodes and differs from it.
-    for text in results.get("report_txt", []):
-        duration = (text.get("validation") or {}).get("duration_ms")
-        if duration is not None and "validation" in merged:
-            merged["validation"] = {**merged["validation"], "duration_ms": duration}
-            break
+    if "validation" in merged:
+        _validation_from_text(merged, results.get("report_txt", []))
     return merged
+
+
+def _validation_from_text(merged: Result, texts: list[Result]) -> None:
+    validation = dict(merged["validation"])
+    for text in texts:
+        other = text.get("validation") or {}
+        # The per-sample mean the report prints ("duration : 0.018 ms by sample") is the
+        # figure users read; c_info's graph exec_time is a sum over nodes and differs.
+        if other.get("duration_ms") is not None:
+            validation["duration_ms"] = other["duration_ms"]
+        # c_info rows carry no tensor name before 3.0: take the report's ("'action', ...").
+        ours, theirs = validation.get("outputs") or [], other.get("outputs") or []
+        if (
+            ours
+            and len(ours) == len(theirs)
+            and all(o.get("name", "").startswith("output_") for o in ours)
+        ):
+            validation["outputs"] = [
+                {**o, "name": t.get("name", o["name"])} for o, t in zip(ours, theirs)
+            ]
+        if other:
+            break
+    merged["validation"] = validation
 
 
 def _figures(result: Result) -> tuple[Any, ...]:
