@@ -93,6 +93,11 @@ def scaled(doc: dict[str, Any], factor: int) -> dict[str, Any]:
             clone = copy.deepcopy(buf)
             clone["id"] = buf.get("id", 0) + k * 100_000
             buffers.append(clone)
+    # per-epoch arrays keyed by node id grow with the nodes
+    for key in ("memory_accesses", "power_estimates"):
+        rows = out.get(key)
+        if isinstance(rows, list):
+            out[key] = rows * factor
     return out
 
 
@@ -101,7 +106,7 @@ def bench_scaling(samples: Path, repeat: int) -> None:
     print(f"c_info scaling (seed {SCALED_SEED}):")
     print(f"  {'factor':>6} {'nodes':>7} {'buffers':>8} {'MB':>7} {'time s':>8} {'ms/MB':>7}")
     with tempfile.TemporaryDirectory() as tmp:
-        for factor in (1, 2, 5, 10):
+        for factor in (1, 2, 5, 10, 20):
             doc = scaled(seed, factor)
             path = Path(tmp) / "network_c_info.json"
             path.write_text(json.dumps(doc, indent=1))

@@ -329,7 +329,7 @@ def line_chart(
 
     every = max(1, math.ceil(count / 16))  # keep version labels from overlapping
     for i, label in enumerate(xlabels):
-        if i % every == 0 or i == count - 1:
+        if (count - 1 - i) % every == 0:  # counted from the newest, which is always shown
             body.append(
                 f'<text x="{xpos(i):.1f}" y="{bottom + 16:.0f}" text-anchor="middle">'
                 f"{escape(label)}</text>"

@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "pytest_stedge.commands_toolchain",
     "pytest_stedge.commands_store",
     "pytest_stedge.commands_ingest",
+    "pytest_stedge.commands_diff",
+    "pytest_stedge.commands_report",
     "pytest_stedge.parsers.commands",
     "pytest_stedge.oracle.commands",
     "pytest_stedge.board_commands",

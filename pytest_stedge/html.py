@@ -51,6 +51,7 @@ def environment() -> Environment:
         delta=fmt_delta,
         pct=fmt_pct,
         kcls=kind_class,
+        krank=kind_rank,
         secs=fmt_seconds,
     )
     from .charts import PALETTE
@@ -135,6 +136,14 @@ def fmt_seconds(value: float | None) -> str:
 def kind_class(kind: str) -> str:
     """CSS class of a change kind or status: ``k-newly-failing``."""
     return "k-" + "-".join(str(kind).split())
+
+
+def kind_rank(kind: str) -> int:
+    """Severity of a change kind (0 = regressed), so kind columns sort by severity."""
+    from .diff import KIND_ORDER
+
+    order = [k.value for k in KIND_ORDER]
+    return order.index(kind) if kind in order else len(order)
 
 
 # -- entry points ----------------------------------------------------------------------

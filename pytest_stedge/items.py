@@ -152,11 +152,13 @@ class StedgeItem(pytest.Item):
                     # for devices based on Arm Cortex M55/M85 core." The tool says the stage
                     # does not apply to this target: that is a skip, not a regression.
                     pytest.skip(f"stedgeai {self.version} refuses {self.stage} here: {exc.reason}")
+                diagnostics = extract_diagnostics(exc.output_tail)
+                if exc.timed_out is not None:
+                    diagnostics.append(_diag("Timeout", exc.short()))
                 row.result = new_result(
                     _command(self.stage),
                     stage=self.stage,
-                    diagnostics=extract_diagnostics(exc.output_tail)
-                    or [_diag("ToolchainError", str(exc).splitlines()[0])],
+                    diagnostics=diagnostics or [_diag("ToolchainError", exc.short())],
                 )
                 raise
             result = stage_run.result
@@ -176,7 +178,8 @@ class StedgeItem(pytest.Item):
             )
             return
         result["oracle"] = {
-            k: report[k] for k in ("lower_bound_bytes", "plan_bytes", "naive_bytes") if k in report
+            k: report[k] for k in ("lower_bound_bytes", "plan_bytes", "naive_bytes", "float_nodes")
+            if k in report
         }
 
     # -- reporting -----------------------------------------------------------------

@@ -137,7 +137,7 @@ def _diff_charts(store: Store, base: str, head: str) -> list[Markup]:
                         Series(head, [values[n].get(head, {}).get(metric) for n in part], "head"),
                     ],
                     unit="B",
-                    quantity=label.lower(),
+                    quantity="activation RAM" if metric == "activations_bytes" else "weights",
                 )
             )
     rows = [

@@ -8,6 +8,7 @@ interrupted session keeps every item that finished.
 from __future__ import annotations
 
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from .state import WORKERINPUT_KEY, StedgeState, get_state
 from .store import DEFAULT_PATH, ItemRow, Store
 
 controller_key = pytest.StashKey["StedgeController"]()
+FLUSH_ROWS = 64
+FLUSH_SECONDS = 5.0
 
 
 def store_path(config: pytest.Config) -> Path:
@@ -76,6 +79,8 @@ class StedgeController:
         self.path = store_path(config)
         self.summary = _Summary()
         self.write_errors: list[str] = []
+        self._pending: list[ItemRow] = []
+        self._last_flush = time.monotonic()
 
     def open_store(self) -> None:
         """Open the store and record the run as running."""
@@ -113,16 +118,27 @@ class StedgeController:
             self.summary.failures[row.nodeid] = misses or [
                 (row.message or "failed").strip().splitlines()[0][:200]
             ]
-        if self.store is None or self.run_id is None:
+        self._pending.append(row)
+        # DuckDB is built for bulk writes: batch rows, but never hold them for long, so a
+        # killed session loses seconds of work at most.
+        if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._last_flush > FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the rows received so far."""
+        rows, self._pending = self._pending, []
+        self._last_flush = time.monotonic()
+        if not rows or self.store is None or self.run_id is None:
             return
         try:
-            self.store.add_items(self.run_id, [row])
+            self.store.add_items(self.run_id, rows)
         except Exception as exc:  # the session goes on; the summary says what was lost
-            self.write_errors.append(f"{row.nodeid}: {exc}")
+            self.write_errors += [f"{row.nodeid}: {exc}" for row in rows]
 
     # -- end of session ----------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.flush()
         if self.store is None or self.run_id is None:
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED:

@@ -252,29 +252,26 @@ class Store:
                         now,
                     ],
                 )
-                self.db.execute(
-                    "DELETE FROM metrics WHERE run_id = ? AND nodeid = ?", [run_id, row.nodeid]
-                )
-                self.db.execute(
-                    "DELETE FROM findings WHERE run_id = ? AND nodeid = ?", [run_id, row.nodeid]
-                )
-                for finding in row.findings:
-                    self.db.execute(
-                        "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                if row.findings:
+                    self._insert_many(
+                        "findings",
                         [
-                            run_id,
-                            row.nodeid,
-                            row.case_name,
-                            row.stage,
-                            row.version,
-                            finding["bug_id"],
-                            finding["status"],
-                            json.dumps(finding.get("evidence"), default=str),
+                            [
+                                run_id,
+                                row.nodeid,
+                                row.case_name,
+                                row.stage,
+                                row.version,
+                                finding["bug_id"],
+                                finding["status"],
+                                json.dumps(finding.get("evidence"), default=str),
+                            ]
+                            for finding in row.findings
                         ],
                     )
                 if row.metrics:
-                    self.db.executemany(
-                        "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    self._insert_many(
+                        "metrics",
                         [
                             [
                                 run_id,
@@ -289,6 +286,13 @@ class Store:
                             for name, value in sorted(row.metrics.items())
                         ],
                     )
+
+    def _insert_many(self, table: str, rows: list[list[Any]]) -> None:
+        # One multi-row statement: DuckDB's executemany costs a round trip per row.
+        width = len(rows[0])
+        values = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(rows))
+        params = [value for row in rows for value in row]
+        self.db.execute(f"INSERT OR REPLACE INTO {table} VALUES {values}", params)
 
     def list_runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, with their item counts by outcome."""

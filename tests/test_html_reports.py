@@ -363,7 +363,7 @@ def test_case_page_charts_history_across_versions(pages: dict[str, Path]) -> Non
     assert "weights · 2.1.0: 367,233 B" in page.html
     assert "weights · 3.0.0: 212,609 B" in page.html
     assert "toolchain version" in page.html and "activation memory (KiB)" in page.html
-    assert "2.1.0 generate 1 failed 245,760 B 200,000 B 1.2288 367,233 B 55 0 1 0" in page.all_text()
+    assert "2.1.0 generate 1 failed 245,760 B 200,000 B 1.229× 367,233 B 55 0 1 0" in page.all_text()
 
 
 # -- untrusted names -----------------------------------------------------------------

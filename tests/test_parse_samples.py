@@ -275,6 +275,7 @@ def test_validate_host_mlp_metrics() -> None:
     assert validation["samples"] == 10
     assert validation["duration_ms"] == pytest.approx(0.018)
     (out,) = validation["outputs"]
+    assert out["name"] == "action"  # c_info figures, the report's tensor name
     assert out["rmse"] == pytest.approx(0.000000073, rel=0.02)
     assert out["l2r"] == pytest.approx(0.000000074, rel=0.02)
     assert out["cos"] == pytest.approx(1.0) and out["nse"] == pytest.approx(1.0)

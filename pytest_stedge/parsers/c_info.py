@@ -7,6 +7,7 @@ top-level node per epoch (``epoch_<n>``, mapping ``NODE_HW|EC|SW|SW_HW|NO_X``) w
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from pathlib import Path
@@ -38,6 +39,10 @@ _METRIC_KEYS = ("acc", "rmse", "mae", "l2r", "mean", "std", "snr", "nse", "cos")
 def load_json(path: Path, data: bytes) -> Any:
     """Parse JSON, naming the file and line on failure (truncated or corrupt files)."""
     text = decode_text(path, data)
+    # A parsed JSON tree has no reference cycles; the cyclic collector would only rescan
+    # the growing tree again and again (25 ms/MB instead of 12 on an 8 MB c_info).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -46,6 +51,9 @@ def load_json(path: Path, data: bytes) -> Any:
         ) from exc
     except RecursionError as exc:
         raise ReportParseError(path, "invalid JSON: nested too deeply") from exc
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def is_c_info(doc: Any) -> bool:
