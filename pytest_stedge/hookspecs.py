@@ -73,3 +73,25 @@ def pytest_stedge_result(config: pytest.Config, item: pytest.Item, result: dict[
         def pytest_stedge_result(config, item, result):
             result.setdefault("tags", []).append("nightly")
     """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_stedge_load_board(
+    config: pytest.Config, case: Case, install: Install, workdir: Path, board: str
+) -> bool | None:
+    """Put the network generated in ``workdir`` on the board before target validation.
+
+    Called on the process that runs the validate-target item, while it holds the board.
+    The built-in implementation runs the ini ``stedge_board_loader`` command if set, else
+    the install's N6 loader script.
+
+    :param board: the board's ``serial:PORT:BAUD`` descriptor.
+    :return: True once loaded; raise :class:`pytest_stedge.errors.BoardError` on failure.
+
+    Example::
+
+        def pytest_stedge_load_board(config, case, install, workdir, board):
+            subprocess.run(["STM32_Programmer_CLI", "-c", "port=SWD", "-w",
+                            str(workdir / "st_ai_output" / "network.bin")], check=True)
+            return True
+    """

@@ -10,18 +10,25 @@ import pytest
 
 from .corpus import Case, load_cases
 from .errors import CaseError, OracleError, ToolchainError
-from .expect import Miss, check, format_misses
+from .gate import (
+    explaining_bug,
+    failure_message,
+    judge,
+    looks_fixed,
+    xfail_known_bug,
+    xpass_marker,
+)
 from .result import Result, flat_metrics, new_result
 from .state import StedgeState, get_state
 from .store import ItemRow
 
 
 class StedgeCheckFailure(Exception):
-    """An item's metrics missed their expectations (the message is the whole report)."""
+    """An item's metrics missed their expectations or regressed (the message is the report)."""
 
-    def __init__(self, message: str, misses: list[Miss]) -> None:
+    def __init__(self, message: str, summary: list[str]) -> None:
         super().__init__(message)
-        self.misses = misses
+        self.summary = summary
 
 
 class CaseFile(pytest.File):
@@ -31,6 +38,8 @@ class CaseFile(pytest.File):
         state = get_state(self.config)
         try:
             cases = load_cases(self.path)
+            for case in cases:
+                state.check_bugs(case)
         except CaseError as exc:
             raise self.CollectError(str(exc)) from None
         variants = len(cases) > 1 or cases[0].variant is not None
@@ -94,10 +103,49 @@ class StedgeItem(pytest.Item):
         row.result = result
         row.metrics = metrics
         row.duration_s = time.perf_counter() - started
-        misses = check(self.case.bounds_for(self.stage), metrics)
-        if misses:
+        self._judge(state, row, result, metrics)
+
+    def _judge(self, state: StedgeState, row: ItemRow, result: Result, metrics: dict[str, float]) -> None:
+        """Expectations, baseline and known bugs decide the outcome."""
+        registry = state.registry(self.case)
+        verdict = judge(
+            case=self.case,
+            stage=self.stage,
+            version=self.version,
+            result=result,
+            metrics=metrics,
+            model_sha256=row.model_sha256,
+            baseline=state.baseline_for(self.case.name, self.stage, self.version),
+            default_band=state.default_band,
+            strict_baseline=state.strict_baseline,
+            registry=registry,
+        )
+        row.findings = verdict.findings
+        row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        if self.version is not None:
+            state.remember(self.case.name, self.stage, self.version, row)
+        if verdict.failed:
+            if state.update:
+                row.update = {
+                    "path": str(self.case.path),
+                    "variant": self.case.variant,
+                    "stage": self.stage,
+                    "misses": {m.metric: m.measured for m in verdict.misses},
+                    "baseline_deltas": {
+                        c.metric: (c.old, c.new)
+                        for c in verdict.failing_changes
+                        if c.old is not None and c.new is not None
+                    },
+                }
             title = f"{self.case.name} {self.name}"
-            raise StedgeCheckFailure(format_misses(title, misses), misses)
+            message = failure_message(title, verdict, update_hint=not state.update)
+            bug = explaining_bug(registry, verdict, self.version)
+            if bug is not None and self.version is not None:
+                xfail_known_bug(bug, self.version, message.splitlines()[0])
+            raise StedgeCheckFailure(message, verdict.summary_lines())
+        fixed = looks_fixed(registry, self.case, verdict, self.version)
+        if fixed is not None and self.version is not None:
+            self.add_marker(xpass_marker(fixed, self.version))
 
     def _run_oracle(self, state: StedgeState) -> Result:
         try:

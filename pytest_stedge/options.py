@@ -72,9 +72,42 @@ def add_run_options(addoption: AddOption) -> None:
     )
 
 
+def add_gate_options(addoption: AddOption) -> None:
+    """Options that compare with a baseline version and update expectations."""
+    addoption(
+        "--stedge-baseline",
+        dest="stedge_baseline",
+        metavar="VERSION",
+        default=None,
+        help="Compare every toolchain item with this version's result (stored, or run in "
+        "this session) and fail on regressions beyond the case's band",
+    )
+    addoption(
+        "--stedge-strict-baseline",
+        dest="stedge_strict_baseline",
+        action="store_true",
+        default=False,
+        help="Also fail on improvements beyond the band (the expectations need updating)",
+    )
+    addoption(
+        "--stedge-update",
+        dest="stedge_update",
+        action="store_true",
+        default=False,
+        help="Write measured values into the [expect] and [baseline] tables of the cases "
+        "that ran and missed them (comments and layout are kept)",
+    )
+
+
 def add_ini(addini: AddOption) -> None:
     """ini keys; each falls back to its flag, and the flag wins."""
     addini("stedge_db", "DuckDB results store (--stedge-db)", type="string", default="")
     addini("stedge_timeout", "Seconds before a stedgeai run is killed", type="string", default="600")
     addini("stedge_roots", "Folders holding stedgeai installs", type="paths", default=[])
     addini("stedge_workdir", "Folder for the tool's outputs", type="string", default="")
+    addini(
+        "stedge_baseline_band",
+        "Default band against the baseline version ('+3%', '+1024', '0')",
+        type="string",
+        default="0",
+    )

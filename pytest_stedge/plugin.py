@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .options import add_ini, add_run_options, add_store_options
+from .options import add_gate_options, add_ini, add_run_options, add_store_options
 
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
 
@@ -28,21 +28,33 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("stedge", "embedded compiler regression testing (pytest-stedge)")
     add_run_options(group.addoption)
+    add_gate_options(group.addoption)
     add_store_options(group.addoption)
     add_ini(parser.addini)
+    from .board_plugin import add_board_options
+
+    add_board_options(group.addoption, parser.addini)
     parser.addini(
         "stedge_db_wait", "Seconds to wait for a store held by another session", default="5"
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from . import defaults
+    from . import board_plugin, defaults
 
     config.pluginmanager.register(defaults, "stedge-defaults")
+    config.pluginmanager.register(board_plugin, "stedge-boards")
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
     if _is_stedge_run(config):
         # A malformed case.toml is a collection error, and the other cases still run.
         config.option.continue_on_collection_errors = True
+        baseline = config.getoption("stedge_baseline")
+        if baseline and baseline in (config.getoption("stedge_version") or []):
+            # The baseline runs in this session: every version of a case must run on the
+            # same xdist worker, baseline first. A case is a file, so --dist loadfile does
+            # it (xdist_group would too, but pytest 9.2 ignores xdist 3.8's nodeid suffix).
+            if getattr(config.option, "dist", "no") == "load":
+                config.option.dist = "loadfile"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -76,11 +88,7 @@ def pytest_runtest_makereport(
             report.stedge = row  # type: ignore[attr-defined]  # travels to the xdist controller
             error = call.excinfo.value if call.excinfo is not None else None
             if isinstance(error, StedgeCheckFailure):
-                from .expect import summarize_miss
-
-                report.stedge_misses = [  # type: ignore[attr-defined]
-                    summarize_miss(m) for m in error.misses
-                ]
+                report.stedge_misses = error.summary  # type: ignore[attr-defined]
             elif isinstance(error, ToolchainError):
                 report.stedge_misses = [error.short()]  # type: ignore[attr-defined]
     return report

@@ -46,6 +46,8 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     config.stash[controller_key] = controller
     config.pluginmanager.register(controller, "stedge-controller")
     recordings: list[dict[str, Any]] = []
+    baseline_rows: list[dict[str, Any]] = []
+    stored_versions: list[str] = []
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
             if controller.path.exists():
@@ -55,17 +57,57 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
             controller.open_store()
             assert controller.store is not None
             recordings = controller.store.recordings()
+            if state.baseline:
+                baseline_rows = controller.store.metric_rows(versions=[state.baseline])
+                stored_versions = controller.store.versions()
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.setup(discovery, recordings, controller.run_id)
+    if state.baseline and not config.option.collectonly:
+        _load_baseline(state, baseline_rows, stored_versions, controller.path)
     if controller.store is not None and controller.run_id is not None:
         controller.store.set_run_versions(controller.run_id, state.versions)
+
+
+def _load_baseline(
+    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Path
+) -> None:
+    from .diff import BandError, parse_band
+    from .gate import Baseline
+
+    assert state.baseline is not None
+    try:
+        parse_band(state.default_band)
+    except BandError as exc:
+        raise pytest.UsageError(f"ini stedge_baseline_band: {exc}") from None
+    if not rows and not state.baseline_in_session():
+        raise pytest.UsageError(
+            f"--stedge-baseline {state.baseline}: the store {path} has no results of "
+            f"{state.baseline}; versions with stored results: {', '.join(stored) or 'none'}. "
+            f"Run it first (pytest corpus --stedge-version {state.baseline}), or add "
+            f"--stedge-version {state.baseline} to run it in this session."
+        )
+    for row in rows:
+        key = (row["case_name"], row["stage"])
+        base = state.stored_baseline.get(key)
+        if base is None:
+            base = state.stored_baseline[key] = Baseline(
+                version=state.baseline,
+                metrics={},
+                model_sha256=row["model_sha256"],
+                options_hash=row["options_hash"],
+                run_id=row["run_id"],
+            )
+        if row["metric"] is not None and row["value"] is not None:
+            base.metrics[row["metric"]] = float(row["value"])
 
 
 @dataclass
 class _Summary:
     rows: list[ItemRow] = field(default_factory=list)
     failures: dict[str, list[str]] = field(default_factory=dict)
+    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by head version
+    updates: list[str] = field(default_factory=list)
 
 
 class StedgeController:
@@ -113,6 +155,10 @@ class StedgeController:
 
     def _record(self, row: ItemRow, report: pytest.TestReport) -> None:
         self.summary.rows.append(row)
+        if row.changes and row.version:
+            self.summary.changes.setdefault(row.version, []).extend(row.changes)
+        if row.update:
+            self._apply_update(row)
         if row.outcome in ("failed", "error"):
             misses = getattr(report, "stedge_misses", None) or []
             self.summary.failures[row.nodeid] = misses or [
@@ -123,6 +169,25 @@ class StedgeController:
         # killed session loses seconds of work at most.
         if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._last_flush > FLUSH_SECONDS:
             self.flush()
+
+    def _apply_update(self, row: ItemRow) -> None:
+        """--stedge-update: edit the case file here, on the one process that writes files."""
+        from .errors import StedgeError
+        from .update import update_case
+
+        assert row.update is not None
+        spec = row.update
+        try:
+            lines = update_case(
+                Path(spec["path"]),
+                variant=spec["variant"],
+                stage=spec["stage"],
+                misses=spec["misses"],
+                baseline_deltas={k: tuple(v) for k, v in spec["baseline_deltas"].items()},
+            )
+        except StedgeError as exc:
+            lines = [f"not updated: {exc}"]
+        self.summary.updates += [f"{spec['path']}: {line}" for line in lines]
 
     def flush(self) -> None:
         """Write the rows received so far."""
@@ -184,6 +249,12 @@ class StedgeController:
                 write(f"  {nodeid}")
                 for line in lines:
                     write(f"      {line}")
+        self._write_changes(write)
+        if self.summary.updates:
+            write("")
+            write("--stedge-update changed:")
+            for line in self.summary.updates:
+                write(f"  {line}")
         recorded = sum(1 for r in rows if r.recorded)
         if recorded:
             write(f"{recorded} item(s) replayed from recorded runs")
@@ -191,6 +262,22 @@ class StedgeController:
             write(f"NOT STORED: {error}", red=True)
         if self.run_id is not None:
             write(f"stored as run {self.run_id} in {self.path}")
+
+
+    def _write_changes(self, write: Any) -> None:
+        """Per case, the metrics that moved against the baseline, regressions first."""
+        from .diff import ChangeKind, DiffReport, MetricChange, format_table
+
+        baseline = self.state.baseline
+        for version, changes in sorted(self.summary.changes.items()):
+            report = DiffReport(
+                base=str(baseline),
+                head=version,
+                changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
+            )
+            write("")
+            for line in format_table(report).splitlines():
+                write(line)
 
 
 def _outcome(report: pytest.TestReport) -> str:

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from .corpus import Case, file_sha256
-from .errors import OracleError
+from .bugs import BugRegistry, check_case_bugs, load_registry
+from .errors import CaseError, OracleError
+from .gate import Baseline
 from .toolchain import Discovery, Install
 
 state_key = pytest.StashKey["StedgeState"]()
@@ -34,9 +36,16 @@ class StedgeState:
         self.installs: dict[str, Install] = {}
         self.recordings: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.run_id: int | None = None
-        self.boards: list[str] = []
+        self.boards: list[str] = list(_option(config, "stedge_board") or [])
         self.workdir = _resolve(config, config.getoption("stedge_workdir"), "stedge_workdir",
                                 Path(".stedge") / "work")
+        self.baseline: str | None = _option(config, "stedge_baseline")  # type: ignore[assignment]
+        self.strict_baseline = bool(_option(config, "stedge_strict_baseline"))
+        self.update = bool(_option(config, "stedge_update"))
+        self.default_band = str(config.getini("stedge_baseline_band") or "0")
+        self.stored_baseline: dict[tuple[str, str], Baseline] = {}
+        self._session: dict[tuple[str, str, str], Baseline] = {}
+        self._registries: dict[Path, BugRegistry | CaseError] = {}
         self._oracle: dict[Path, dict[str, Any] | OracleError] = {}
         self._sha: dict[Path, str] = {}
         self.ready = False
@@ -79,6 +88,7 @@ class StedgeState:
             "run_id": self.run_id,
             "versions": self.versions,
             "boards": self.boards,
+            "baseline": {f"{c}\x00{s}": b.to_dict() for (c, s), b in self.stored_baseline.items()},
         }
 
     def from_workerinput(self, data: dict[str, Any]) -> None:
@@ -93,13 +103,60 @@ class StedgeState:
         found = {i.version: i for i in installs}
         self.installs = {v: found[v] for v in self.versions if v in found}
         self.boards = data["boards"]
+        self.stored_baseline = {
+            tuple(key.split("\x00", 1)): Baseline(**value)  # type: ignore[misc]
+            for key, value in data["baseline"].items()
+        }
         self.ready = True
 
     # -- queries used by items -------------------------------------------------------
 
     def item_versions(self) -> list[str]:
-        """Versions to create toolchain items for (a placeholder when there are none)."""
-        return self.versions or [NO_INSTALL]
+        """Versions to create toolchain items for (a placeholder when there are none);
+        the baseline first, so it has run when the other versions compare with it."""
+        versions = self.versions or [NO_INSTALL]
+        if self.baseline in versions:
+            versions = [self.baseline, *(v for v in versions if v != self.baseline)]
+        return versions
+
+    def baseline_in_session(self) -> bool:
+        """Whether the baseline version runs in this session too."""
+        return bool(self.baseline) and self.baseline in self.versions
+
+    def baseline_for(self, case_name: str, stage: str, version: str | None) -> Baseline | None:
+        """The baseline's figures for this case and stage: from this session, else the store."""
+        if not self.baseline or version is None or version == self.baseline:
+            return None
+        return self._session.get((case_name, stage, self.baseline)) or self.stored_baseline.get(
+            (case_name, stage)
+        )
+
+    def remember(self, case_name: str, stage: str, version: str, row: Any) -> None:
+        """Keep an item's figures: a later version in this process may compare with them."""
+        self._session[(case_name, stage, version)] = Baseline(
+            version=version,
+            metrics=dict(row.metrics),
+            model_sha256=row.model_sha256,
+            options_hash=row.options_hash,
+        )
+
+    def registry(self, case: Case) -> BugRegistry:
+        """The known-bug registry of the case's corpus (cached; raises CaseError)."""
+        folder = case.corpus_root / "bugs"
+        cached = self._registries.get(folder)
+        if cached is None:
+            try:
+                cached = load_registry(folder)
+            except CaseError as exc:
+                cached = exc
+            self._registries[folder] = cached
+        if isinstance(cached, CaseError):
+            raise cached
+        return cached
+
+    def check_bugs(self, case: Case) -> None:
+        """Refuse a case that names a bug its corpus's registry does not have."""
+        check_case_bugs(case.bugs, self.registry(case), case.path)
 
     def install(self, version: str) -> Install | None:
         """The install of ``version``, if this machine has it."""
@@ -194,3 +251,10 @@ def get_state(config: pytest.Config) -> StedgeState:
 
             setup_controller(config, state)
     return state
+
+
+def _option(config: pytest.Config, name: str) -> object:
+    try:
+        return config.getoption(name)
+    except ValueError:  # the option's plugin is not registered
+        return None

@@ -52,6 +52,8 @@ class ItemRow:
     metrics: dict[str, float] = field(default_factory=dict)
     case: dict[str, Any] | None = None  # the cases row (case_path, model_path, target, ...)
     findings: list[dict[str, Any]] = field(default_factory=list)  # {bug_id, status, evidence}
+    changes: list[dict[str, Any]] = field(default_factory=list)  # against the baseline (not stored)
+    update: dict[str, Any] | None = None  # what --stedge-update should write (not stored)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form, the shape workers hand over to the controller."""

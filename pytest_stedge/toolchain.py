@@ -205,7 +205,7 @@ def discover(
 ) -> Discovery:
     """Find every install under ``roots`` then the usual places; one install per version
     (the first found wins, so ``--stedge-root`` overrides the usual places)."""
-    places = [(Path(r).expanduser(), "--stedge-root") for r in roots]
+    places = [(Path(r).expanduser().resolve(), "--stedge-root") for r in roots]
     if defaults:
         places += default_roots(env)
     installs: dict[str, Install] = {}

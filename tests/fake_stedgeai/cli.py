@@ -155,7 +155,8 @@ def _check(ns: Any, ver: ToolVersion, model: Path | None) -> str | None:
                 return _err(
                     "E801", "HwIOError", "No SERIAL COM port detected (STM board is not connected!)"
                 )
-            if not ns.desc.startswith("serial"):
+            # serial[:PORT][:BAUD], or socket:HOST:PORT (a TCP relay or the board simulator)
+            if not ns.desc.startswith(("serial", "socket:")):
                 return _err(
                     "E102", "CliArgumentError", f'invalid/unsupported "{ns.desc}" descriptor'
                 )

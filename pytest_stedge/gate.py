@@ -1,0 +1,189 @@
+"""Judge one finished item: expectations, the baseline version, and known bugs.
+
+Runs on the process that ran the item. It decides the item's outcome (pass, fail,
+xfail for a known bug, strict XPASS when a known bug looks fixed) and fills the
+row with what the controller stores and summarises: findings, metric changes, and
+the edits ``--stedge-update`` should make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .bugs import Bug, BugRegistry
+from .corpus import Case
+from .diff import ChangeKind, MetricChange, compare_results, expectation_flags
+from .expect import Miss, check, format_misses, summarize_miss
+from .result import Result
+from .signature import signature_env
+
+GATING_KINDS = (ChangeKind.REGRESSED, ChangeKind.NEWLY_FAILING)
+
+
+@dataclass
+class Baseline:
+    """The baseline version's figures for one (case, stage)."""
+
+    version: str
+    metrics: dict[str, float]
+    model_sha256: str | None
+    options_hash: str | None
+    run_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (for xdist workers)."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class Verdict:
+    """Everything the gate found on one item."""
+
+    misses: list[Miss] = field(default_factory=list)
+    changes: list[MetricChange] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    failing_changes: list[MetricChange] = field(default_factory=list)
+    baseline_version: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the item fails (before known bugs are taken into account)."""
+        return bool(self.misses or self.failing_changes)
+
+    def summary_lines(self) -> list[str]:
+        """One line per reason, for the terminal summary."""
+        lines = [summarize_miss(m) for m in self.misses]
+        lines += [
+            f"{c.metric}: {c.kind.value} against {self.baseline_version}: "
+            f"{_num(c.old)} -> {_num(c.new)} (band {c.band})"
+            for c in self.failing_changes
+            if not any(m.metric == c.metric for m in self.misses)
+        ]
+        return lines
+
+
+def judge(
+    *,
+    case: Case,
+    stage: str,
+    version: str | None,
+    result: Result,
+    metrics: dict[str, float],
+    model_sha256: str | None,
+    baseline: Baseline | None,
+    default_band: str,
+    strict_baseline: bool,
+    registry: BugRegistry | None,
+) -> Verdict:
+    """Check ``metrics`` against the case, the baseline and the bug registry."""
+    bounds = case.bounds_for(stage)
+    verdict = Verdict(misses=check(bounds, metrics))
+    if baseline is not None and version is not None and version != baseline.version:
+        comparable = (
+            baseline.model_sha256 is not None
+            and baseline.model_sha256 == model_sha256
+            and baseline.options_hash == case.options_hash()
+        )
+        verdict.baseline_version = baseline.version
+        verdict.changes = compare_results(
+            case.name,
+            stage,
+            baseline.metrics,
+            metrics,
+            comparable=comparable,
+            bands=case.baseline,
+            default_band=default_band,
+            base_ok=expectation_flags(bounds, baseline.metrics),
+            head_ok=expectation_flags(bounds, metrics),
+            note="" if comparable else "model or options differ",
+        )
+        kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
+        verdict.failing_changes = [c for c in verdict.changes if c.kind in kinds]
+    if registry is not None and len(registry) and stage != "oracle":
+        env = signature_env(result, stage=stage, version=version, metrics=metrics)
+        verdict.findings = [
+            f.to_row()
+            for f in registry.evaluate(env, case_name=case.name, case_bugs=case.bugs, version=version)
+        ]
+    return verdict
+
+
+def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
+    """The item's failure report: missed expectations, then changes against the baseline."""
+    parts = []
+    hint = "To accept the measured values, rerun with --stedge-update." if update_hint else None
+    if verdict.misses:
+        parts.append(format_misses(title, verdict.misses, hint=hint))
+        hint = None
+    if verdict.failing_changes:
+        rows = [("metric", "baseline", "measured", "delta", "kind", "band")]
+        for c in verdict.failing_changes:
+            pct = f" ({c.delta_pct:+.1f}%)" if c.delta_pct is not None else ""
+            delta = "-" if c.delta is None else f"{c.delta:+,.6g}{pct}"
+            rows.append((c.metric, _num(c.old), _num(c.new), delta, c.kind.value, c.band))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = [
+            f"{title}: {len(verdict.failing_changes)} metric(s) moved beyond their band "
+            f"against {verdict.baseline_version}."
+        ]
+        if hint:
+            lines.append(hint)
+        lines.append("")
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def explaining_bug(registry: BugRegistry | None, verdict: Verdict, version: str | None) -> Bug | None:
+    """A known bug that affects ``version`` and whose signature matched this item."""
+    if registry is None or version is None:
+        return None
+    for finding in verdict.findings:
+        if finding["status"] != "reproduced":
+            continue
+        bug = registry.get(finding["bug_id"])
+        if bug is not None and bug.affects(version) is True:
+            return bug
+    return None
+
+
+def looks_fixed(
+    registry: BugRegistry | None, case: Case, verdict: Verdict, version: str | None
+) -> Bug | None:
+    """A bug this case reproduces, listed as affecting ``version``, whose signature no longer
+    matches: the registry needs an update."""
+    if registry is None or version is None:
+        return None
+    for finding in verdict.findings:
+        if finding["status"] != "not-reproduced":
+            continue
+        bug = registry.get(finding["bug_id"])
+        if bug is None or bug.affects(version) is not True:
+            continue
+        if case.name in bug.reproducers or bug.id in case.bugs:
+            return bug
+    return None
+
+
+def xfail_known_bug(bug: Bug, version: str, reason: str) -> None:
+    """Report the item xfailed with the bug's id and source."""
+    pytest.xfail(f"known bug {bug.id} in {version}: {bug.title} [{bug.source}]; {reason}")
+
+
+def xpass_marker(bug: Bug, version: str) -> pytest.MarkDecorator:
+    """A strict xfail mark: the item passing then reads "bug X looks fixed in V"."""
+    return pytest.mark.xfail(
+        strict=True,
+        reason=f"bug {bug.id} looks fixed in {version}: its signature `{bug.signature.text}` "
+        f"no longer matches, yet corpus/bugs/{bug.id}.toml lists {version} as affected; "
+        "update the registry",
+    )
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{int(value):,}" if value == int(value) else f"{value:.6g}"

@@ -1,0 +1,141 @@
+"""The upgrade gate end to end: baseline, regressions, a bug that looks fixed, --stedge-update.
+
+Modelled on pytest-regressions' workflow helper: record, rerun, change, accept, rerun.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import SIMPLE_CASE, CorpusFactory, make_conv_model
+
+from pytest_stedge.store import Store
+
+BUG = """\
+id = "old-bug"
+title = "Hybrid epochs on a plain CNN"
+source = "https://example.invalid/old-bug"
+affected = "==4.0.1"
+status = "open"
+reproducers = ["fixed"]
+signature = "epochs_hybrid > 0"
+"""
+
+CNN_CASE = SIMPLE_CASE + """\
+    [expect]
+    activations_bytes = { min = 1 }  # the tool reports something
+
+    [baseline]
+    # a 1% band on weights; every other metric uses the ini default (exact)
+    weights_bytes = "+1%"
+    """
+
+
+@pytest.fixture
+def workflow(pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path):
+    from fake_stedgeai import make_install
+
+    installs = tmp_path / "installs"
+    make_install(installs / "3.0", "3.0.0")
+    # v2 worsens activations by 10% and adds a software epoch, for the "cnn" model only
+    make_install(
+        installs / "4.0", "4.0.1",
+        config={"model": {"inflate_activations": 1.10, "extra_sw_epochs": 1}},
+    )
+    corpus = make_corpus({"cnn": CNN_CASE}, root=pytester.path / "corpus")
+    fixed = corpus / "fixed"
+    fixed.mkdir()
+    make_conv_model(fixed / "other.onnx", channels=6, size=10)
+    (fixed / "case.toml").write_text(
+        textwrap.dedent(SIMPLE_CASE).replace("model.onnx", "other.onnx") + 'bugs = ["old-bug"]\n'
+    )
+    # a top-level key after a table would belong to the table: rewrite in order
+    text = (fixed / "case.toml").read_text().replace('bugs = ["old-bug"]\n', "")
+    (fixed / "case.toml").write_text('bugs = ["old-bug"]\n' + text)
+    (corpus / "bugs").mkdir()
+    (corpus / "bugs" / "old-bug.toml").write_text(BUG)
+    db = tmp_path / "db.duckdb"
+
+    def run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess(
+            "corpus", "--stedge-root", str(installs), "--stedge-db", str(db),
+            "-p", "no:cacheprovider", "-rxX", *args,
+        )
+
+    return run, corpus, db
+
+
+def test_record_rerun_regress_xpass_update_pass(workflow) -> None:
+    run, corpus, db = workflow
+
+    # 1. record the baseline with v1, 2. rerun: passes
+    run("--stedge-version", "3.0.0").assert_outcomes(passed=4)
+    run("--stedge-version", "3.0.0").assert_outcomes(passed=4)
+
+    # 3. v2 against the baseline: both changes are regressions and the session fails
+    result = run("--stedge-version", "4.0.1", "--stedge-baseline", "3.0.0", "-k", "cnn")
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            # activations +10% (and their ratio to the bound), one more SW epoch (and total)
+            "*cnn generate[[]4.0.1]: 4 metric(s) moved beyond their band against 3.0.0.",
+            "*activations_bytes*2,048*2,254*+206 (+10.1%)*regressed*",
+            "*epochs_sw*4*5*+1*regressed*",
+            "stedge diff 3.0.0 -> 4.0.1: 4 regressed",
+            "cnn [[]generate]*",
+            "*activations_bytes*(+10.1%)*REGRESSED*",
+            "*epochs_sw*+1*REGRESSED*",
+        ]
+    )
+
+    # 4. a registered bug that v2 no longer shows: strict XPASS naming it
+    result = run("--stedge-version", "4.0.1", "--stedge-baseline", "3.0.0", "-k", "fixed")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*[[]XPASS(strict)] bug old-bug looks fixed in 4.0.1*update the registry*"])
+    with Store.open(db, create=False) as store:
+        findings = store.findings(bug_id="old-bug")
+    assert {(f["version"], f["status"]) for f in findings} >= {("4.0.1", "not-reproduced")}
+
+    # 5. accept the new figures: the case file keeps its comments and gets wider bands
+    before = (corpus / "cnn" / "case.toml").read_text()
+    result = run("--stedge-version", "4.0.1", "--stedge-baseline", "3.0.0", "-k", "cnn", "--stedge-update")
+    result.stdout.fnmatch_lines(["--stedge-update changed:", "*cnn/case.toml: *activations_bytes*"])
+    after = (corpus / "cnn" / "case.toml").read_text()
+    assert after != before
+    assert "# a 1% band on weights; every other metric uses the ini default (exact)" in after
+    assert "# the tool reports something" in after
+    assert (corpus / "fixed" / "case.toml").read_text().startswith('bugs = ["old-bug"]')
+
+    # 6. the next run passes
+    run("--stedge-version", "4.0.1", "--stedge-baseline", "3.0.0", "-k", "cnn").assert_outcomes(passed=2)
+
+
+def test_a_baseline_without_stored_results_is_a_usage_error(workflow) -> None:
+    run, _, _ = workflow
+    run("--stedge-version", "3.0.0").assert_outcomes(passed=4)
+    result = run("--stedge-version", "4.0.1", "--stedge-baseline", "2.2.0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--stedge-baseline 2.2.0: the store * has no results of 2.2.0; versions with stored results: 3.0.0*"])
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no_xdist", "xdist_two"])
+def test_baseline_run_in_the_same_session(workflow, xdist: list[str]) -> None:
+    run, _, _ = workflow
+    result = run(
+        "--stedge-version", "4.0.1", "--stedge-version", "3.0.0", "--stedge-baseline", "3.0.0",
+        "-k", "cnn", *xdist,
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["stedge diff 3.0.0 -> 4.0.1: 4 regressed"])
+
+
+def test_a_case_naming_a_missing_bug_is_a_collection_error(workflow) -> None:
+    run, corpus, _ = workflow
+    case = corpus / "cnn" / "case.toml"
+    case.write_text('bugs = ["no-such-bug"]\n' + case.read_text())
+    result = run("--stedge-version", "3.0.0")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*cnn/case.toml: [[]bugs]: unknown bug 'no-such-bug'*known bugs: old-bug*"])
