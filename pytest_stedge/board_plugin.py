@@ -11,6 +11,7 @@ inference with the native client to name the first layer that diverges from the 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -24,9 +25,17 @@ from typing import IO, TYPE_CHECKING, Any
 import pytest
 
 from .board import (
-    BoardBusyError, BoardCommunicationError, BoardDisconnectedError, BoardNetworkMismatchError,
-    BoardNotFoundError, BoardNotValidationFirmwareError, BoardProtocolVersionError, BoardSpec,
-    BoardTimeoutError, parse_board_spec, resolve_board_spec,
+    BoardBusyError,
+    BoardCommunicationError,
+    BoardDisconnectedError,
+    BoardNetworkMismatchError,
+    BoardNotFoundError,
+    BoardNotValidationFirmwareError,
+    BoardProtocolVersionError,
+    BoardSpec,
+    BoardTimeoutError,
+    parse_board_spec,
+    resolve_board_spec,
 )
 from .errors import BoardError, OracleError, ToolchainError
 
@@ -37,6 +46,7 @@ if TYPE_CHECKING:
 
 LOADER_PLACEHOLDERS = ("workdir", "output", "port", "baud", "model", "name", "desc")
 _POLL = 0.1  # seconds between two rounds of tries on busy boards
+SETTLE_S = 2.0  # how long a freshly loaded board may take to answer sync
 
 
 class BoardLoaderError(BoardError):
@@ -145,7 +155,7 @@ def run_validate_target(
         raise board_failure(stage_argv, exc) from exc
     try:
         spec = lock.spec
-        why = dict((s.text, w) for s, w in boards).get(spec.text, "")
+        why = {s.text: w for s, w in boards}.get(spec.text, "")
         argv = build_argv(case, "validate-target", install, workdir, board_desc=spec.desc)
         header = header_bytes(install.version)
         try:
@@ -209,19 +219,30 @@ def header_bytes(version: str) -> int:
     return 1 if (parts[0], parts[1]) < (2, 2) else 2
 
 
-def check_board(spec: BoardSpec, case: Case, workdir: Path, header: int) -> dict[str, Any]:
-    """Sync with the board and check it holds the case's network; what it says it is."""
+def check_board(spec: BoardSpec, case: Case, workdir: Path, header: int, *,
+                settle: float = SETTLE_S) -> dict[str, Any]:
+    """Sync with the board and check it holds the case's network; what it says it is.
+
+    A board just flashed may still be booting, or re-enumerating its USB port: sync is
+    tried again for ``settle`` seconds before the board is declared not to answer.
+    """
     from .board_client import BoardClient
 
-    client = BoardClient(spec, header_bytes=header)
-    try:
-        sync = client.connect()
-        system = client.system_info()
-        net = client.check_network(name=case.c_name, signature=generated_signature(workdir))
-    finally:
-        client.close()
-    return {"device": system.device, "protocol": sync.version, "runtime": sync.runtime,
-            "network": net.name}
+    deadline = time.monotonic() + settle
+    while True:
+        client = BoardClient(spec, header_bytes=header)
+        try:
+            sync = client.connect()
+            system = client.system_info()
+            net = client.check_network(name=case.c_name, signature=generated_signature(workdir))
+            return {"device": system.device, "protocol": sync.version, "runtime": sync.runtime,
+                    "network": net.name}
+        except (BoardNotValidationFirmwareError, BoardNotFoundError, BoardDisconnectedError):
+            if time.monotonic() >= deadline:
+                raise
+        finally:
+            client.close()
+        time.sleep(_POLL)
 
 
 def generated_signature(workdir: Path) -> str | None:
@@ -348,7 +369,7 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
 
 
 def _finite(value: Any) -> Any:
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and math.isnan(value):
         return None
     return value
 
@@ -373,7 +394,8 @@ class BoardLock:
     operating system drops the lock of a dead process)."""
 
     def __init__(self, spec: BoardSpec, path: Path, handle: IO[str], owner: str) -> None:
-        self.spec, self.path, self._handle, self.owner = spec, path, handle, owner
+        self.spec, self.path, self.owner = spec, path, owner
+        self._handle: IO[str] | None = handle
         self.acquired = time.time()
 
     def release(self) -> None:

@@ -67,6 +67,7 @@ _TOP_KEYS: dict[str, str] = {
     "variants": "a table of named variants, each overriding top-level keys",
 }
 _NEURAL_ART_KEYS = ("profile", "file", "mpool")
+_PROJECT_MARKERS = ("pyproject.toml", ".git", "pytest.ini", "setup.cfg", "tox.ini", "setup.py")
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,15 @@ def _digest_or_none(path: Path | None) -> str | None:
 
 
 def find_corpus_root(case_toml: Path) -> Path:
-    """The corpus root of a case: the nearest ancestor holding ``bugs/`` or ``profiles/``,
-    else the case folder's parent."""
+    """The corpus root of a case: the nearest ancestor named ``corpus`` or holding ``bugs/``
+    or ``profiles/``, never above the project (a folder with ``pyproject.toml``, ``.git``,
+    ``pytest.ini`` ...); else the case folder's parent."""
     folder = case_toml.resolve().parent
     for parent in folder.parents:
-        if (parent / "bugs").is_dir() or (parent / "profiles").is_dir():
+        if parent.name == "corpus" or (parent / "bugs").is_dir() or (parent / "profiles").is_dir():
             return parent
+        if any((parent / marker).exists() for marker in _PROJECT_MARKERS):
+            break
     return folder.parent
 
 

@@ -72,6 +72,18 @@ def add_run_options(addoption: AddOption) -> None:
     )
 
 
+def add_report_options(addoption: AddOption) -> None:
+    """Where the session's HTML report goes."""
+    addoption(
+        "--stedge-report",
+        dest="stedge_report",
+        metavar="PATH",
+        default=None,
+        help="Write the run's HTML report to PATH ('none' for no report). "
+        "Default: reports/run-<id>.html under the rootdir",
+    )
+
+
 def add_gate_options(addoption: AddOption) -> None:
     """Options that compare with a baseline version and update expectations."""
     addoption(

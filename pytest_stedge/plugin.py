@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from .options import add_gate_options, add_ini, add_run_options, add_store_options
+from .options import (
+    add_gate_options,
+    add_ini,
+    add_report_options,
+    add_run_options,
+    add_store_options,
+)
 
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
 
@@ -29,6 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("stedge", "embedded compiler regression testing (pytest-stedge)")
     add_run_options(group.addoption)
     add_gate_options(group.addoption)
+    add_report_options(group.addoption)
     add_store_options(group.addoption)
     add_ini(parser.addini)
     from .board_plugin import add_board_options

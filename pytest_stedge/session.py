@@ -122,6 +122,7 @@ class StedgeController:
         self.summary = _Summary()
         self.write_errors: list[str] = []
         self._pending: list[ItemRow] = []
+        self.report_path: Path | None = None
         self._last_flush = time.monotonic()
 
     def open_store(self) -> None:
@@ -215,6 +216,24 @@ class StedgeController:
         else:
             status = "error"
         self.store.finish_run(self.run_id, status=status, exitstatus=int(exitstatus))
+        self._write_report()
+
+    def _write_report(self) -> None:
+        """The run's HTML report; a failure to render is said, never fatal."""
+        option = _option(self.config, "stedge_report")
+        if option == "none" or self.store is None or self.run_id is None:
+            return
+        path = (
+            Path(option).resolve()
+            if option
+            else self.config.rootpath / "reports" / f"run-{self.run_id}.html"
+        )
+        try:
+            from .html import render_run_report
+
+            self.report_path = render_run_report(self.store, self.run_id, path)
+        except Exception as exc:  # the results are stored; only the page is missing
+            self.write_errors.append(f"HTML report {path}: {exc}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.store is not None:
@@ -262,6 +281,8 @@ class StedgeController:
             write(f"NOT STORED: {error}", red=True)
         if self.run_id is not None:
             write(f"stored as run {self.run_id} in {self.path}")
+        if self.report_path is not None:
+            write(f"report: {self.report_path}")
 
 
     def _write_changes(self, write: Any) -> None:

@@ -3,6 +3,7 @@ and the board simulator (loader step, board locks under xdist, board faults, per
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Iterator
@@ -127,8 +128,8 @@ def test_ini_loader_replaces_the_builtin_and_a_mute_board_fails_only_its_item(
     with start_sim(root / "good" / "model.onnx", faults=FlashedFirmware(marker)) as sim:
         result = run(pytester, corpus, fake_installs, "--stedge-board", sim.url)
     result.assert_outcomes(passed=5, failed=1)
-    result.stdout.fnmatch_lines(["*validate-target*not the validation firmware: *"
-                                 "did not answer the validation protocol's sync*"])
+    result.stdout.fnmatch_lines(["*validate-target*not the validation firmware: *did not "
+                                 + "answer the validation protocol's sync*"])
     assert "Traceback" not in result.stdout.str()
     bad, good = stored_items(pytester, "validate-target")
     assert bad["outcome"] == "failed" and good["outcome"] == "passed"
@@ -159,7 +160,7 @@ def test_two_boards_under_xdist_never_serve_two_items_at_once(
     assert len(held) == 4 and {h["port"] for h in held} <= {one.url, two.url}
     for port in {h["port"] for h in held}:
         spans = sorted((h["acquired"], h["released"]) for h in held if h["port"] == port)
-        for (_, end), (start, _) in zip(spans, spans[1:]):
+        for (_, end), (start, _) in itertools.pairwise(spans):
             assert start >= end, f"{port} served two items at once: {spans}"
     ports = {item["result"]["board"]["port"] for item in stored_items(pytester,
                                                                        "validate-target")}
