@@ -14,7 +14,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser(
         "oracle",
-        help="what a model needs: facts and activation memory, independent of the tool",
+        help="What a model needs: facts and activation memory, independent of the tool",
         description="Facts (operators, quantized and float nodes, weights) and activation memory "
         "as deployed (liveness lower bound, a checked offset plan, naive sum, peak tensors) of an "
         "ONNX model. With --c-info, the tool's buffers side by side and the gap explained.",
@@ -33,7 +33,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     p = subparsers.add_parser(
         "reference",
-        help="run onnxruntime on the tool's default validation stimulus",
+        help="Run onnxruntime on the tool's default validation stimulus",
         description="Reference inference: 10 samples, seed 42, float inputs uniform in [0,1), "
         "int8 inputs over their whole range then quantized (stedgeai's default). Saves "
         "m_inputs_N and m_outputs_N like a *_val_io.npz.",
@@ -49,7 +49,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     p = subparsers.add_parser(
         "metrics",
-        help="the tool's validation metrics between a reference and a prediction",
+        help="The tool's validation metrics between a reference and a prediction",
         description="Per output: rmse, mae, l2r (over the prediction's norm), mean (reference "
         "minus prediction), std (ddof 1), nse, cos, snr and acc for classifiers, with stedgeai's "
         "definitions. int8 outputs are dequantized with --scale/--zero-point.",
@@ -72,7 +72,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     p = subparsers.add_parser(
         "diverge",
-        help="name the first node whose output leaves the tolerance in a per-node dump",
+        help="Name the first node whose output leaves the tolerance in a per-node dump",
         description="Runs the reference with every intermediate tensor exposed on the dump's input "
         "and compares, in execution order, each node output present in DUMP.npz (tensor or node "
         "name -> array, as a per-layer board run gives).",

@@ -19,7 +19,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``stedge parse``."""
     parser = subparsers.add_parser(
         "parse",
-        help="read stedgeai output files or folders into a Result",
+        help="Read stedgeai output files or folders into a Result",
         description=(
             "Read a stedgeai/stm32ai output file (text report, console capture, c_info.json, "
             "report.json, val_io.npz, validation CSV) or a whole output folder, and print the "
