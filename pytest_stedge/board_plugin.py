@@ -84,7 +84,8 @@ def add_board_options(addoption: Callable[..., Any], addini: Callable[..., Any])
 
 
 # --- hooks ----------------------------------------------------------------------------
-@pytest.hookimpl(tryfirst=True)
+# Plain (not tryfirst): it beats the trylast built-in, and a conftest may still take over.
+@pytest.hookimpl
 def pytest_stedge_run_stage(
     config: pytest.Config,
     case: Case,

@@ -23,11 +23,6 @@ TAIL_LINES = 40
 VERSION_TIMEOUT_S = 60.0
 EXECUTABLE_NAMES = ("stedgeai", "stedgeai.exe", "stm32ai", "stm32ai.exe")
 
-_BANNER_RE = re.compile(
-    r"ST ?Edge ?AI Core v(?P<version>\d+\.\d+\.\d+)-(?P<build>\S+)(?: (?P<revision>[0-9a-f]{6,}))?",
-    re.IGNORECASE,
-)
-_OLD_BANNER_RE = re.compile(r"\((?:STM\.ai|stm\.ai|AI tools) v(?P<version>\d+\.\d+\.\d+)(?:-(?P<build>[\w.]+))?")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -144,19 +139,16 @@ def _safe_iterdir(path: Path) -> list[Path]:
 
 def parse_banner(text: str) -> dict[str, str] | None:
     """Version, build and revision from ``stedgeai --version`` or a report's first lines."""
-    text = _ANSI_RE.sub("", text)
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        match = _BANNER_RE.search(line) or _OLD_BANNER_RE.search(line)
-        if match:
-            return {
-                "version": match.group("version"),
-                "build": match.group("build") or "",
-                "revision": (match.groupdict().get("revision") or ""),
-            }
-    return None
+    from .parsers.common import parse_version_banner
+
+    info = parse_version_banner(text)
+    if info is None:
+        return None
+    return {
+        "version": str(info["version"]),
+        "build": str(info.get("build", "")),
+        "revision": str(info.get("revision", "")),
+    }
 
 
 def probe(executable: Path, found_by: str = "") -> Install:

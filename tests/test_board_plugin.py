@@ -242,3 +242,17 @@ def test_a_board_lost_mid_inference_fails_with_what_arrived_then_reconnects(
     assert [t["name"] for t in result["board_timings"]] == NODES  # type: ignore[union-attr]
     assert result["divergence"]["first_diverging"] is None  # type: ignore[index]
     assert not result.get("diagnostics")
+
+
+def test_a_board_still_booting_after_the_loader_is_given_time_to_answer(
+        sim: BoardSimulator, case: Case, tmp_path: Path) -> None:
+    import threading
+
+    sim.faults = Faults(mute=True)
+    boot = threading.Timer(0.7, lambda: setattr(sim, "faults", Faults()))
+    boot.start()
+    try:
+        info = check_board(parse_board_spec(sim.url), case, tmp_path, 2, settle=5.0)
+    finally:
+        boot.cancel()
+    assert info["network"] == "network"
