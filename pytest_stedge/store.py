@@ -27,6 +27,7 @@ from .result import METRICS
 
 DEFAULT_PATH = Path(".stedge") / "results.duckdb"
 DEFAULT_WAIT_S = 5.0
+_CHUNK_ROWS = 2000
 
 
 def _now() -> datetime:
@@ -215,86 +216,96 @@ class Store:
         )
 
     def add_items(self, run_id: int, rows: Iterable[ItemRow]) -> None:
-        """Store finished items with their Result and long-form metrics, in one transaction."""
+        """Store finished items with their Result, long-form metrics and findings.
+
+        One transaction, and one multi-row statement per table: DuckDB is built for bulk
+        writes, and a statement per row costs milliseconds.
+        """
         rows = list(rows)
         if not rows:
             return
         now = _now()
+        cases = {
+            (r.case_name, r.model_sha256, r.options_hash): [
+                r.case_name,
+                r.model_sha256,
+                r.options_hash,
+                r.case.get("case_path"),
+                r.case.get("model_path"),
+                r.case.get("target"),
+                r.case.get("description"),
+            ]
+            for r in rows
+            if r.case and r.model_sha256 and r.options_hash
+        }
+        items = [
+            [
+                run_id,
+                r.nodeid,
+                r.case_name,
+                r.stage,
+                r.version,
+                r.model_sha256,
+                r.options_hash,
+                r.outcome,
+                r.recorded,
+                r.duration_s,
+                r.tool_seconds,
+                r.message,
+                None if r.result is None else json.dumps(r.result, default=str),
+                now,
+            ]
+            for r in rows
+        ]
+        findings = [
+            [
+                run_id,
+                r.nodeid,
+                r.case_name,
+                r.stage,
+                r.version,
+                f["bug_id"],
+                f["status"],
+                json.dumps(f.get("evidence"), default=str),
+            ]
+            for r in rows
+            for f in r.findings
+        ]
+        metrics = [
+            [
+                run_id,
+                r.nodeid,
+                r.case_name,
+                r.stage,
+                r.version,
+                name,
+                value,
+                METRICS[name].unit if name in METRICS else None,
+            ]
+            for r in rows
+            for name, value in sorted(r.metrics.items())
+        ]
         with self.transaction():
-            for row in rows:
-                if row.case and row.model_sha256 and row.options_hash:
-                    self.db.execute(
-                        "INSERT INTO cases VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        [
-                            row.case_name,
-                            row.model_sha256,
-                            row.options_hash,
-                            row.case.get("case_path"),
-                            row.case.get("model_path"),
-                            row.case.get("target"),
-                            row.case.get("description"),
-                        ],
-                    )
-                self.db.execute(
-                    "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        run_id,
-                        row.nodeid,
-                        row.case_name,
-                        row.stage,
-                        row.version,
-                        row.model_sha256,
-                        row.options_hash,
-                        row.outcome,
-                        row.recorded,
-                        row.duration_s,
-                        row.tool_seconds,
-                        row.message,
-                        None if row.result is None else json.dumps(row.result, default=str),
-                        now,
-                    ],
-                )
-                if row.findings:
-                    self._insert_many(
-                        "findings",
-                        [
-                            [
-                                run_id,
-                                row.nodeid,
-                                row.case_name,
-                                row.stage,
-                                row.version,
-                                finding["bug_id"],
-                                finding["status"],
-                                json.dumps(finding.get("evidence"), default=str),
-                            ]
-                            for finding in row.findings
-                        ],
-                    )
-                if row.metrics:
-                    self._insert_many(
-                        "metrics",
-                        [
-                            [
-                                run_id,
-                                row.nodeid,
-                                row.case_name,
-                                row.stage,
-                                row.version,
-                                name,
-                                value,
-                                METRICS[name].unit if name in METRICS else None,
-                            ]
-                            for name, value in sorted(row.metrics.items())
-                        ],
-                    )
+            if cases:
+                self._insert_many("cases", list(cases.values()), conflict="DO NOTHING")
+            self._insert_many("items", items)
+            if findings:
+                self._insert_many("findings", findings)
+            if metrics:
+                self._insert_many("metrics", metrics)
 
-    def _insert_many(self, table: str, rows: list[list[Any]]) -> None:
-        # One multi-row statement: DuckDB's executemany costs a round trip per row.
+    def _insert_many(
+        self, table: str, rows: list[list[Any]], *, conflict: str = "DO UPDATE"
+    ) -> None:
+        """Insert ``rows`` in chunks of multi-row statements (executemany costs a round trip
+        per row). ``table`` is one of ours, never user input."""
         width = len(rows[0])
-        values = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(rows))
-        params = [value for row in rows for value in row]
-        self.db.execute(f"INSERT OR REPLACE INTO {table} VALUES {values}", params)
+        verb = "INSERT OR REPLACE INTO" if conflict == "DO UPDATE" else "INSERT OR IGNORE INTO"
+        for start in range(0, len(rows), _CHUNK_ROWS):
+            chunk = rows[start : start + _CHUNK_ROWS]
+            values = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(chunk))
+            params = [value for row in chunk for value in row]
+            self.db.execute(f"{verb} {table} VALUES {values}", params)
 
     def list_runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, with their item counts by outcome."""
