@@ -6,6 +6,12 @@ are not known are absent, never 0.
 
 The flat metric names (``activations_bytes``, ``epochs_sw``, ``val_cos`` ...) used
 by expectations, the store and the diff are derived here, in one place.
+
+Beyond DESIGN.md §3 a Result may carry: ``stage``; ``oracle`` (the oracle's figures for
+the model: ``lower_bound_bytes``, ``plan_bytes``, ``float_nodes`` ...); ``memory.sections``
+(the "Requested memory size by section" table); ``validation.rows`` (every row of the
+evaluation table, not only X-cross); ``epochs.list[].to`` (epoch-controller ranges);
+``board``, ``board_timings``, ``divergence`` and ``extra_metrics`` (target validation).
 """
 
 from __future__ import annotations
@@ -144,6 +150,12 @@ def flat_metrics(result: Result) -> dict[str, float]:
         out["activations_lower_bound_bytes"] = bound
         if "activations_bytes" in out and bound > 0:
             out["activations_ratio"] = out["activations_bytes"] / bound
+    # Figures a backend measured that have no name of their own here (board timings
+    # per epoch block: "board_ms:<node>"); they are stored and shown, never gated.
+    for name, value in (result.get("extra_metrics") or {}).items():
+        number = _number(value)
+        if number is not None:
+            out[str(name)] = number
     return out
 
 
