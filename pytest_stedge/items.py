@@ -47,14 +47,19 @@ class CaseFile(pytest.File):
             prefix = case.variant if variants else None
             if case.oracle:
                 name = f"oracle[{prefix}]" if prefix else "oracle"
-                yield StedgeItem.from_parent(self, name=name, case=case, stage="oracle", version=None)
+                yield StedgeItem.from_parent(
+                    self, name=name, nodeid=_child_id(self, name), case=case, stage="oracle",
+                    version=None,
+                )
             for stage in case.stages:
                 if stage == "validate-target" and not state.boards:
                     continue
                 for version in state.item_versions():
                     param = f"{prefix}-{version}" if prefix else version
+                    name = f"{stage}[{param}]"
                     yield StedgeItem.from_parent(
-                        self, name=f"{stage}[{param}]", case=case, stage=stage, version=version
+                        self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
+                        version=version,
                     )
 
 
@@ -244,6 +249,13 @@ class StedgeItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
         return self.path, None, f"{self.case.name}: {self.stage}{version}"
+
+
+def _child_id(parent: pytest.Collector, name: str) -> str:
+    # The id as a string, so pytest parses "stage[version]" as name and params the way it
+    # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket
+    # in the name and never match a last-failed id again.
+    return f"{parent.nodeid}::{name}"
 
 
 def _stage_refused(exc: ToolchainError) -> bool:

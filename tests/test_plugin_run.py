@@ -189,3 +189,21 @@ def test_json_of_a_run_from_the_cli(
     assert run["items"][0]["result"]["schema"] == "stedge.result/1"
     assert main(["show", "7", "--db", str(db)]) == 2
     assert "no run 7" in capsys.readouterr().err
+
+
+def test_last_failed_and_exitfirst_select_items(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    corpus = make_corpus(
+        {"good": SIMPLE_CASE, "bad": SIMPLE_CASE + "[expect]\nactivations_bytes = { max = 1 }\n"},
+        root=pytester.path / "corpus",
+    )
+    args = ["corpus", "--stedge-root", str(fake_installs), "--stedge-db", str(tmp_path / "db.duckdb"),
+            "--stedge-version", "4.0.1"]
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=3, failed=1)
+    again = pytester.runpytest_subprocess(*args, "--lf", "-v")
+    assert again.parseoutcomes() == {"failed": 1}
+    again.stdout.fnmatch_lines(["*corpus/bad/case.toml::generate[[]4.0.1] FAILED*"])
+    first = pytester.runpytest_subprocess(*args, "-x")
+    first.assert_outcomes(passed=1, failed=1)
+    assert corpus.is_dir()
