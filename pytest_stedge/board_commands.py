@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .board import BoardSpec
 
 DUMP_SCHEMA = "stedge.board-dump/1"
+DEFAULT_OP_TIMEOUT = 50.0  # seconds of silence allowed during an inference
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -62,20 +67,24 @@ def _link_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--header-bytes", type=int, choices=(1, 2), default=2,
                    help="packet headers of the firmware: 2 = ST Edge AI Core >= 2.2 "
                         "(default), 1 = <= 2.1")
-    p.add_argument("--timeout", type=float, default=50.0,
-                   help="seconds of silence allowed during an inference (default 50)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_OP_TIMEOUT,
+                   help=f"seconds of silence allowed during an inference "
+                        f"(default {DEFAULT_OP_TIMEOUT:g})")
 
 
-def _client(spec_text: str, args: argparse.Namespace) -> Any:
+def _client(spec: BoardSpec | str, *, baud: int | None, header_bytes: int,
+            timeout: float) -> Any:
     from dataclasses import replace
 
     from .board import BoardClient, Timeouts, parse_board_spec
 
-    spec = parse_board_spec(spec_text)
+    if isinstance(spec, str):
+        spec = parse_board_spec(spec)
+    # --baud only fills in a baud rate the spec does not give itself
     has_baud = any(t.isdigit() for t in spec.text.split(":")[1:])
-    if args.baud and spec.kind == "serial" and not has_baud:
-        spec = replace(spec, baud=args.baud)
-    return BoardClient(spec, header_bytes=args.header_bytes, timeouts=Timeouts(op=args.timeout))
+    if baud and spec.kind == "serial" and not has_baud:
+        spec = replace(spec, baud=baud)
+    return BoardClient(spec, header_bytes=header_bytes, timeouts=Timeouts(op=timeout))
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
@@ -97,7 +106,8 @@ def cmd_boards(args: argparse.Namespace) -> int:
         return 0
     answered = 0
     for text in specs:
-        client = _client(text, args)
+        client = _client(text, baud=args.baud, header_bytes=args.header_bytes,
+                         timeout=args.timeout)
         try:
             with client:
                 sync, sysinfo = client.sync(), client.system_info()
@@ -157,31 +167,65 @@ def default_stimulus(descs: Any, seed: int, samples: int = 10) -> list[Any]:
     return out
 
 
-def cmd_board_run(args: argparse.Namespace) -> int:
-    """Run one sample and write the dump and its JSON sidecar."""
+@dataclass(frozen=True)
+class DumpInfo:
+    """What :func:`run_dump` wrote: the ``.npz`` dump, its JSON sidecar and the sidecar's
+    content (schema ``stedge.board-dump/1``: board, network, timings, nodes, quantisation)."""
+
+    path: Path
+    sidecar: Path
+    meta: dict[str, Any]
+    arrays: int  # how many arrays the .npz holds
+
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        """The board's node reports: name, type, id, duration_ms, counters, tensors, quant."""
+        return list(self.meta.get("nodes") or [])
+
+
+def run_dump(model: Path | str, board: BoardSpec | str, *, out: Path,
+             per_layer: bool = False, inputs: Path | None = None, seed: int = 42,
+             name: str | None = None, signature: str | None = None, baud: int | None = None,
+             header_bytes: int = 2, timeout: float = DEFAULT_OP_TIMEOUT) -> DumpInfo:
+    """Run one sample on a board and write ``out`` (.npz keyed by tensor name) and its
+    ``.json`` sidecar; prints nothing.
+
+    :param model: ONNX model, or a case.toml (or its folder) naming the model and C name.
+    :param board: board spec (text as ``--board`` takes it, or a parsed :class:`BoardSpec`).
+    :param per_layer: per-layer run with intermediate data (slow on a UART).
+    :param inputs: .npz of inputs by name (or in order); default: sample 0 of
+        :func:`default_stimulus` with ``seed``.
+    :param name: expected network C name (default: the case's, else not checked).
+    :param signature: expected network signature (default: not checked).
+    :param baud: baud rate for a serial spec that gives none.
+    :param header_bytes: packet header width of the firmware (2: stedgeai >= 2.2, 1: older).
+    :param timeout: seconds of silence allowed during the inference.
+    :raises BoardError: (a subclass naming what went wrong) when the board fails.
+    """
     import numpy as np
 
     from .errors import BoardError
 
-    model, c_name = _resolve(args.model)
+    model, c_name = _resolve(str(model))
     onnx_in, onnx_out = _onnx_io_names(model)
-    client = _client(args.board, args)
+    client = _client(board, baud=baud, header_bytes=header_bytes, timeout=timeout)
+    mode = "per-layer-data" if per_layer else "io"
     with client:
         sysinfo = client.system_info()
-        net = client.check_network(name=args.name or c_name, signature=args.signature)
-        if args.inputs:
-            with np.load(args.inputs) as f:
+        net = client.check_network(name=name or c_name, signature=signature)
+        if inputs:
+            with np.load(inputs) as f:
                 given = {k: f[k] for k in f.files}
-            inputs = [given.get(d.name, given.get(o)) for d, o in
-                      zip(net.inputs, onnx_in or [d.name for d in net.inputs])]
-            if any(v is None for v in inputs):
-                inputs = list(given.values())
+            arrs = [given.get(d.name, given.get(o)) for d, o in
+                    zip(net.inputs, onnx_in or [d.name for d in net.inputs])]
+            if any(v is None for v in arrs):
+                arrs = list(given.values())
         else:
-            inputs = default_stimulus(net.inputs, args.seed)
-        if len(inputs) != len(net.inputs):
-            raise BoardError(f"{args.inputs}: {len(inputs)} array(s), the board's network "
+            arrs = default_stimulus(net.inputs, seed)
+        if len(arrs) != len(net.inputs):
+            raise BoardError(f"{inputs}: {len(arrs)} array(s), the board's network "
                              f"{net.name!r} takes {len(net.inputs)}")
-        result = client.run(inputs, mode="per-layer-data" if args.per_layer else "io")
+        result = client.run(arrs, mode=mode)
     arrays: dict[str, Any] = {}
     for node in result.nodes:
         arrays.update({k: v for k, v in node.tensors.items() if v.size})
@@ -189,19 +233,19 @@ def cmd_board_run(args: argparse.Namespace) -> int:
     if len(onnx_out) == len(out_names) and not set(out_names) <= set(onnx_out):
         out_names = list(onnx_out)  # board-side names (e.g. Quantize_57_out_0): the model's
     descs = list(result.output_descs.values())
-    for name, arr, desc in zip(out_names, result.outputs.values(), descs):
-        arrays[name] = _as_model_tensor(arr, desc, onnx_out.get(name))
-    in_names = list(onnx_in) if len(onnx_in) == len(inputs) else [d.name for d in net.inputs]
-    for name, arr, desc in zip(in_names, inputs, net.inputs):
-        arrays[name] = _as_model_tensor(np.asarray(arr), desc, onnx_in.get(name))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(args.out, **arrays)
+    for oname, arr, desc in zip(out_names, result.outputs.values(), descs):
+        arrays[oname] = _as_model_tensor(arr, desc, onnx_out.get(oname))
+    in_names = list(onnx_in) if len(onnx_in) == len(arrs) else [d.name for d in net.inputs]
+    for iname, arr, desc in zip(in_names, arrs, net.inputs):
+        arrays[iname] = _as_model_tensor(np.asarray(arr), desc, onnx_in.get(iname))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(out, **arrays)
     meta = {
         "schema": DUMP_SCHEMA, "model": str(model), "board": client.where,
         "device": sysinfo.device, "network": net.name, "signature": net.signature,
-        "mode": "per-layer-data" if args.per_layer else "io", "seed": args.seed,
+        "mode": mode, "seed": seed,
         "inputs": in_names, "outputs": out_names, "duration_ms": result.duration_ms,
-        "quant": {name: [d.scale, d.zero_point] for name, d in
+        "quant": {qname: [d.scale, d.zero_point] for qname, d in
                   [*zip(in_names, net.inputs), *zip(out_names, result.output_descs.values())]
                   if d.scale},
         "nodes": [{"name": n.name, "type": n.type, "id": n.id, "duration_ms": n.duration_ms,
@@ -209,13 +253,23 @@ def cmd_board_run(args: argparse.Namespace) -> int:
                    "quant": {k: [d.scale, d.zero_point] for k, d in n.descs.items() if d.scale}}
                   for n in result.nodes],
     }
-    sidecar = args.out.with_suffix(".json")
+    sidecar = out.with_suffix(".json")
     sidecar.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    print(f"{client.where}: network {net.name!r}, {len(result.nodes)} node(s), "
-          f"{result.duration_ms:.3f} ms on the board")
-    print(f"wrote {args.out} ({len(arrays)} arrays) and {sidecar}")
+    return DumpInfo(path=out, sidecar=sidecar, meta=meta, arrays=len(arrays))
+
+
+def cmd_board_run(args: argparse.Namespace) -> int:
+    """Run one sample and write the dump and its JSON sidecar (see :func:`run_dump`)."""
+    info = run_dump(args.model, args.board, out=args.out, per_layer=args.per_layer,
+                    inputs=args.inputs, seed=args.seed, name=args.name,
+                    signature=args.signature, baud=args.baud, header_bytes=args.header_bytes,
+                    timeout=args.timeout)
+    meta = info.meta
+    print(f"{meta['board']}: network {meta['network']!r}, {len(info.nodes)} node(s), "
+          f"{meta['duration_ms']:.3f} ms on the board")
+    print(f"wrote {info.path} ({info.arrays} arrays) and {info.sidecar}")
     if args.per_layer:
-        print(f"next: stedge diverge {model} {args.out}")
+        print(f"next: stedge diverge {meta['model']} {info.path}")
     return 0
 
 

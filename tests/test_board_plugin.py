@@ -25,15 +25,14 @@ from pytest_stedge.board import (
     PortInfo,
     parse_board_spec,
 )
+from pytest_stedge.board_lock import acquire_board, lock_key
 from pytest_stedge.board_plugin import (
     BoardLoaderError,
-    acquire_board,
     board_failure,
     check_board,
     generated_signature,
     header_bytes,
     loader_argv,
-    lock_key,
     per_layer,
     resolve_boards,
     run_loader,
@@ -65,7 +64,7 @@ HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from pytest_stedge.board import parse_board_spec
-    from pytest_stedge.board_plugin import acquire_board
+    from pytest_stedge.board_lock import acquire_board
     lock = acquire_board([parse_board_spec(sys.argv[2])], Path(sys.argv[1]),
                          owner="other session", wait=5)
     print("held", flush=True)
