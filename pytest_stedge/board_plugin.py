@@ -326,21 +326,11 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
               header: int, timeout: float) -> None:
     """One per-layer inference with data: timings into ``board_timings`` and
     ``extra_metrics``, the divergence search into ``divergence`` and a diagnostic."""
-    import argparse
-    import contextlib
-    import io
-
-    from .board_commands import cmd_board_run
+    from .board_commands import run_dump
 
     dump = workdir / "board-dump.npz"
-    args = argparse.Namespace(
-        model=str(case.model), board=spec.port if spec.kind == "socket" else spec.desc,
-        per_layer=True, out=dump, inputs=None, seed=42, name=case.c_name, signature=None,
-        baud=None, header_bytes=header, timeout=timeout)
-    with contextlib.redirect_stdout(io.StringIO()):
-        cmd_board_run(args)
-    meta = json.loads(dump.with_suffix(".json").read_text(encoding="utf-8"))
-    nodes = meta.get("nodes") or []
+    nodes = run_dump(case.model, spec, out=dump, per_layer=True, seed=42, name=case.c_name,
+                     header_bytes=header, timeout=timeout).nodes
     result["board_timings"] = [{"name": n["name"], "duration_ms": n["duration_ms"]}
                                for n in nodes]
     extra = result.setdefault("extra_metrics", {})
