@@ -33,6 +33,8 @@ PALETTE: dict[str, str] = {
     "weights": "#882255",
     "lower_bound": "#444444",
     "ratio": "#AA4499",
+    # time measured on a board (per epoch block)
+    "board": "#009E73",
     # change kinds (diff.ChangeKind values)
     "regressed": "#C62828",
     "improved": "#2E7D32",

@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from . import charts
 from .charts import EPOCH_KINDS, EPOCH_LABELS, Series
+from .report_board import BOARD_METRIC_PREFIX, BoardView, board_view
 from .result import METRICS
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class ItemView:
     diagnostics: list[Diagnostic] = field(default_factory=list, metadata=_h("the tool's diagnostics"))
     findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item"))
     tool: str = field(default="", metadata=_h("tool version/build as the Result states it"))
+    board: BoardView | None = field(default=None, metadata=_h("what a validate-target item measured on its board, None when nothing"))
 
 
 @dataclass
@@ -251,8 +253,13 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
     expected: dict[str, list[str]] = {}
     for bound in bounds:
         expected.setdefault(bound.metric, []).append(Miss(bound, None).expected_text())
+    board = board_view(result, metrics, title=f"Time per epoch block on the board: "
+                       f"{item['case_name']} · {item.get('version') or ''}")
     lines = []
     for name in sorted(set(metrics) | set(expected)):
+        in_board = board is not None and board.timings and name.startswith(BOARD_METRIC_PREFIX)
+        if in_board and name not in expected:
+            continue  # shown in the item's board timings, in execution order
         spec = METRICS.get(name)
         status = "" if name not in expected else ("missed" if name in missed else "met")
         lines.append(
@@ -288,6 +295,7 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
         diagnostics=[_diagnostic(d) for d in result.get("diagnostics") or [] if isinstance(d, dict)],
         findings=findings,
         tool=" ".join(str(tool[k]) for k in ("version", "build", "revision") if tool.get(k)),
+        board=board,
     )
 
 

@@ -235,6 +235,10 @@ def _cells(bug: BugInfo, findings: Sequence[FindingView], versions: Sequence[str
     cells = []
     for version in versions:
         mine = [f for f in findings if f.version == version]
+        # The bug's reproducers decide; a match on another case (a PReLU left float on
+        # purpose runs in software too) only counts when no reproducer ran.
+        decisive = [f for f in mine if f.case_name in bug.reproducers]
+        mine = decisive or mine
         if not mine:
             cells.append(Cell(status="not-run", text=STATUS_TEXT["not-run"]))
             continue
