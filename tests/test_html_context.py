@@ -8,12 +8,12 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from pytest_stedge import report_data, report_diff, report_site
+from pytest_stedge import report_board, report_data, report_diff, report_site
 from pytest_stedge.html import environment, render
 
 CONTEXTS = [
     obj
-    for module in (report_data, report_diff, report_site)
+    for module in (report_data, report_diff, report_site, report_board)
     for obj in vars(module).values()
     if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
 ]
