@@ -187,3 +187,20 @@ def test_per_layer_names_the_first_diverging_node_and_stores_board_timings(
     assert all(t["duration_ms"] > 0 for t in res["board_timings"])
     assert set(res["extra_metrics"]) == {f"board_ms:{n}" for n in NODES}
     assert Path(divergence["dump"]).is_file()
+
+
+def test_a_conftest_loader_hook_replaces_the_builtin(
+        pytester: pytest.Pytester, corpus: Path, sim: BoardSimulator,
+        fake_installs: Path) -> None:
+    (corpus / "conftest.py").write_text(
+        "from pathlib import Path\n"
+        "def pytest_stedge_load_board(config, case, install, workdir, board):\n"
+        "    (Path(config.rootpath) / 'flashed-by-conftest.txt').write_text(\n"
+        "        f'{case.name} {install.version} {board} {workdir.name}')\n"
+        "    return True\n"
+    )
+    before = loader_log(fake_installs)
+    run(pytester, corpus, fake_installs, "--stedge-board", sim.url).assert_outcomes(passed=3)
+    flashed = (pytester.path / "flashed-by-conftest.txt").read_text()
+    assert flashed.startswith("cnn 4.0.1 ") and "validate-target-4.0.1" in flashed
+    assert loader_log(fake_installs) == before  # the install's loader did not run
