@@ -11,7 +11,7 @@ from .options import add_store_options
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Register ``runs``, ``show`` and ``migrate``."""
+    """Register ``runs``, ``show``, ``migrate``, ``export`` and ``import``."""
     raw = argparse.RawDescriptionHelpFormatter
     runs = subparsers.add_parser(
         "runs",
@@ -48,6 +48,34 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     add_store_options(migrate.add_argument, prefix="")
     migrate.add_argument("--list", action="store_true", help="List applied and known migrations")
     migrate.set_defaults(handler=_migrate)
+
+
+    export = subparsers.add_parser(
+        "export",
+        help="Write stored runs as a Parquet bundle for another machine",
+        description="Write runs (default: all) with their items, metrics, findings and cases "
+        "as a folder of Parquet files and a manifest; `stedge import` reads it.",
+        epilog="examples:\n  stedge export --out bundle/\n  stedge export --out n6-lab/ --run 7 --run 8",
+        formatter_class=raw,
+    )
+    export.add_argument("--out", required=True, metavar="DIR", help="Bundle folder to write")
+    export.add_argument(
+        "--run", type=int, action="append", default=[], metavar="N", help="Export run N (repeatable)"
+    )
+    add_store_options(export.add_argument, prefix="")
+    export.set_defaults(handler=_export)
+
+    importer = subparsers.add_parser(
+        "import",
+        help="Add the runs of a Parquet bundle to the store",
+        description="Add a bundle's runs under new local run ids; runs the store already has "
+        "(same run uuid) are skipped, so importing twice changes nothing.",
+        epilog="examples:\n  stedge import bundle/\n  stedge import n6-lab/ --db ci/results.duckdb",
+        formatter_class=raw,
+    )
+    importer.add_argument("bundle", metavar="DIR", help="Bundle folder written by stedge export")
+    add_store_options(importer.add_argument, prefix="")
+    importer.set_defaults(handler=_import)
 
 
 def db_path(args: argparse.Namespace) -> Path:
@@ -121,4 +149,27 @@ def _migrate(args: argparse.Namespace) -> int:
             print(f"{step.name:<32} {'applied ' + str(when) if when else 'pending'}")
     else:
         print(f"{db_path(args)}: {len(applied)} migrations applied, schema up to date")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .store import Store
+    from .store_bundle import export_bundle
+
+    with Store.open(db_path(args), create=False) as store:
+        manifest = export_bundle(store, Path(args.out), args.run or None)
+    rows = ", ".join(f"{n} {table}" for table, n in manifest["rows"].items())
+    print(f"wrote {args.out}: {rows}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from .store import Store
+    from .store_bundle import import_bundle, read_manifest
+
+    read_manifest(Path(args.bundle))  # refuse a bad bundle before creating a store
+    with Store.open(db_path(args)) as store:
+        counts = import_bundle(store, Path(args.bundle))
+    print(f"imported {counts['imported']} run(s) into {db_path(args)}; "
+          f"{counts['skipped']} already there")
     return 0

@@ -76,4 +76,5 @@ def test_ingest_names_the_cases_it_knows(
     corpus = make_corpus({"cnn": SIMPLE_CASE})
     assert main(["ingest", str(tmp_path), "--version", "4.0.1", "--case", "nope",
                  "--corpus", str(corpus), "--db", str(tmp_path / "db.duckdb")]) == 2
-    assert "no case 'nope'" in capsys.readouterr().err and "cnn" in capsys.readouterr().err + "cnn"
+    err = capsys.readouterr().err
+    assert "no case 'nope'" in err and "cases: cnn" in err
