@@ -13,11 +13,27 @@ import numpy as np
 from . import board_protocol as bp
 from . import board_tensors as bt
 from .board import (
-    FLASH_HINT, MODES, BoardCommunicationError, BoardDisconnectedError, BoardNetworkMismatchError,
-    BoardNotValidationFirmwareError, BoardProtocolError, BoardProtocolVersionError,
-    BoardRequestError, BoardSpec, BoardTimeoutError,
-    NetworkInfo, NodeResult, RunOutput, SyncInfo, SystemInfo, Timeouts, input_bytes, open_port,
-    parse_board_spec, resolve_board_spec,
+    FLASH_HINT,
+    MODES,
+    BoardCommunicationError,
+    BoardDisconnectedError,
+    BoardNetworkMismatchError,
+    BoardNotValidationFirmwareError,
+    BoardProtocolError,
+    BoardProtocolVersionError,
+    BoardRequestError,
+    BoardSpec,
+    BoardTimeoutError,
+    NetworkInfo,
+    NodeResult,
+    RunOutput,
+    SyncInfo,
+    SystemInfo,
+    Timeouts,
+    input_bytes,
+    open_port,
+    parse_board_spec,
+    resolve_board_spec,
 )
 from .errors import BoardError
 

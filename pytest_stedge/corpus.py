@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from .errors import CaseError
 
@@ -405,7 +406,7 @@ def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
         raise CaseError(path, key, "needs at least one of min, max, exact")
     if "exact" in values and ({"min", "max"} & set(values)):
         raise CaseError(path, key, "exact cannot be combined with min or max")
-    return Bound(metric, **values)  # type: ignore[arg-type]
+    return Bound(metric, **values)
 
 
 def _baseline(path: Path, raw: Any, prefix: str) -> dict[str, str]:

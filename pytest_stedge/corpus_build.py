@@ -14,12 +14,13 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import tomllib
 
 from .errors import StedgeError
 
@@ -39,7 +40,7 @@ class Recipe:
     ``build()`` returns, normalised and serialised."""
 
     path: str
-    build: Callable[[], "onnx.ModelProto"]
+    build: Callable[[], onnx.ModelProto]
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,10 @@ class Built:
 
 def build_bytes(recipe: Recipe) -> bytes:
     """Build and normalise one recipe; return the serialised model."""
-    return normalise(recipe.build()).SerializeToString(deterministic=True)
+    return bytes(normalise(recipe.build()).SerializeToString(deterministic=True))
 
 
-def normalise(model: "onnx.ModelProto") -> "onnx.ModelProto":
+def normalise(model: onnx.ModelProto) -> onnx.ModelProto:
     """Strip what depends on the producing library's version (producer fields,
     metadata, doc strings, inferred value_info) and sort initializers by name."""
     model.producer_name = PRODUCER
@@ -97,7 +98,7 @@ def sha256_bytes(data: bytes) -> str:
 # -- comparing --------------------------------------------------------------------
 
 
-def compare_models(expected: "onnx.ModelProto", actual: "onnx.ModelProto") -> list[str]:
+def compare_models(expected: onnx.ModelProto, actual: onnx.ModelProto) -> list[str]:
     """Differences of graph and weights between two models (empty when equal).
 
     Compares node order, operator types, names, wiring and attributes, graph inputs
@@ -177,7 +178,7 @@ def write_pin(pin: Pin, sha256: str) -> None:
     import tomlkit
 
     doc = tomlkit.parse(pin.case_toml.read_text(encoding="utf-8"))
-    table: Any = doc if pin.where is None else doc["variants"][pin.where]  # type: ignore[index]
+    table: Any = doc if pin.where is None else doc["variants"][pin.where]
     table["sha256"] = sha256
     pin.case_toml.write_text(tomlkit.dumps(doc), encoding="utf-8")
 

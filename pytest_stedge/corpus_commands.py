@@ -19,7 +19,7 @@ _EPILOG = """examples:
 """
 
 
-def add_commands(subparsers: "argparse._SubParsersAction[Any]") -> None:
+def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``stedge corpus build``."""
     corpus = subparsers.add_parser(
         "corpus",

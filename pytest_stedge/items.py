@@ -241,10 +241,13 @@ class StedgeItem(pytest.Item):
         """The row this item hands to the controller (None if it never started)."""
         return None if self._row is None else self._row.to_dict()
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        """Our own failures are reports in their own right: no traceback."""
         if isinstance(excinfo.value, (StedgeCheckFailure, ToolchainError, OracleError)):
             return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""

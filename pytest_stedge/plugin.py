@@ -125,7 +125,7 @@ def _holds_case(path: Path) -> bool:
         return True
     if not path.is_dir():
         return False
-    for root, dirs, files in os.walk(path):
+    for _root, dirs, files in os.walk(path):
         if "case.toml" in files:
             return True
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from .corpus import Case, file_sha256
 from .bugs import BugRegistry, check_case_bugs, load_registry
+from .corpus import Case, file_sha256
 from .errors import CaseError, OracleError
 from .gate import Baseline
 from .toolchain import Discovery, Install
@@ -39,7 +39,7 @@ class StedgeState:
         self.boards: list[str] = list(_option(config, "stedge_board") or [])
         self.workdir = _resolve(config, config.getoption("stedge_workdir"), "stedge_workdir",
                                 Path(".stedge") / "work")
-        self.baseline: str | None = _option(config, "stedge_baseline")  # type: ignore[assignment]
+        self.baseline: str | None = _option(config, "stedge_baseline")
         self.strict_baseline = bool(_option(config, "stedge_strict_baseline"))
         self.update = bool(_option(config, "stedge_update"))
         self.default_band = str(config.getini("stedge_baseline_band") or "0")
@@ -69,10 +69,10 @@ class StedgeState:
         if missing:
             where = discovery.describe_search()
             have = ", ".join(f"{i.version} ({i.root})" for i in discovery.installs) or "none"
-            rec = f"; recorded in the store: {', '.join(recorded)}" if recorded else ""
+            note = f"; recorded in the store: {', '.join(recorded)}" if recorded else ""
             raise pytest.UsageError(
                 f"stedgeai {', '.join(missing)} is not installed and has no recording. "
-                f"Installs found: {have}{rec}. Looked in: {where}. "
+                f"Installs found: {have}{note}. Looked in: {where}. "
                 "Point to it with --stedge-root DIR or STEDGEAI_CORE_DIR, "
                 "or ingest a recorded run with `stedge ingest DIR --version X --case NAME`."
             )
@@ -103,10 +103,10 @@ class StedgeState:
         found = {i.version: i for i in installs}
         self.installs = {v: found[v] for v in self.versions if v in found}
         self.boards = data["boards"]
-        self.stored_baseline = {
-            tuple(key.split("\x00", 1)): Baseline(**value)  # type: ignore[misc]
-            for key, value in data["baseline"].items()
-        }
+        self.stored_baseline = {}
+        for key, value in data["baseline"].items():
+            case_name, stage = key.split("\x00", 1)
+            self.stored_baseline[(case_name, stage)] = Baseline(**value)
         self.ready = True
 
     # -- queries used by items -------------------------------------------------------
@@ -253,7 +253,7 @@ def get_state(config: pytest.Config) -> StedgeState:
     return state
 
 
-def _option(config: pytest.Config, name: str) -> object:
+def _option(config: pytest.Config, name: str) -> Any:
     try:
         return config.getoption(name)
     except ValueError:  # the option's plugin is not registered

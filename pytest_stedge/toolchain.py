@@ -55,9 +55,13 @@ class Install:
             revision=str(data.get("revision", "")),
             root=Path(str(data["root"])),
             executable=Path(str(data["executable"])),
-            components=tuple(str(c) for c in data.get("components", ()) or ()),  # type: ignore[union-attr]
+            components=_strings(data.get("components")),
             found_by=str(data.get("found_by", "")),
         )
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
 
 
 @dataclass
