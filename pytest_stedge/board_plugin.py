@@ -18,7 +18,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,36 +52,6 @@ SETTLE_S = 2.0  # how long a freshly loaded board may take to answer sync
 
 class BoardLoaderError(BoardError):
     """The loader step (N6 loader script or the ini ``stedge_board_loader``) failed."""
-
-
-# --- options --------------------------------------------------------------------------
-def add_board_options(addoption: Callable[..., Any], addini: Callable[..., Any]) -> None:
-    """Register ``--stedge-board``, ``--stedge-per-layer`` and the board ini keys."""
-    addoption(
-        "--stedge-board",
-        dest="stedge_board",
-        metavar="SPEC",
-        action="append",
-        default=[],
-        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD or auto (repeatable)",
-    )
-    addoption(
-        "--stedge-per-layer",
-        dest="stedge_per_layer",
-        action="store_true",
-        default=False,
-        help="After target validation, run one per-layer inference on the board and report "
-        "the first layer that diverges from the reference (slow)",
-    )
-    addini(
-        "stedge_board_loader",
-        "Command that puts the generated network on the board (no shell; placeholders "
-        "{workdir} {output} {port} {baud} {model} {name} {desc}); default: the install's "
-        "scripts/N6_scripts/n6_loader.py",
-        default="",
-    )
-    addini("stedge_board_wait", "Seconds a validate-target item waits for a free board",
-           default="1800")
 
 
 # --- hooks ----------------------------------------------------------------------------

@@ -123,3 +123,32 @@ def add_ini(addini: AddOption) -> None:
         type="string",
         default="0",
     )
+
+
+def add_board_options(addoption: AddOption, addini: AddOption) -> None:
+    """Register ``--stedge-board``, ``--stedge-per-layer`` and the board ini keys."""
+    addoption(
+        "--stedge-board",
+        dest="stedge_board",
+        metavar="SPEC",
+        action="append",
+        default=[],
+        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD or auto (repeatable)",
+    )
+    addoption(
+        "--stedge-per-layer",
+        dest="stedge_per_layer",
+        action="store_true",
+        default=False,
+        help="After target validation, run one per-layer inference on the board and report "
+        "the first layer that diverges from the reference (slow)",
+    )
+    addini(
+        "stedge_board_loader",
+        "Command that puts the generated network on the board (no shell; placeholders "
+        "{workdir} {output} {port} {baud} {model} {name} {desc}); default: the install's "
+        "scripts/N6_scripts/n6_loader.py",
+        default="",
+    )
+    addini("stedge_board_wait", "Seconds a validate-target item waits for a free board",
+           default="1800")

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from .options import (
+    add_board_options,
     add_gate_options,
     add_ini,
     add_report_options,
@@ -38,8 +39,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_report_options(group.addoption)
     add_store_options(group.addoption)
     add_ini(parser.addini)
-    from .board_plugin import add_board_options
-
     add_board_options(group.addoption, parser.addini)
     parser.addini(
         "stedge_db_wait", "Seconds to wait for a store held by another session", default="5"
@@ -47,12 +46,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from . import board_plugin, defaults
+    from . import defaults
 
     config.pluginmanager.register(defaults, "stedge-defaults")
-    config.pluginmanager.register(board_plugin, "stedge-boards")
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
     if _is_stedge_run(config):
+        from . import board_plugin  # serial ports and locks: only for corpus runs
+
+        config.pluginmanager.register(board_plugin, "stedge-boards")
         # A malformed case.toml is a collection error, and the other cases still run.
         config.option.continue_on_collection_errors = True
         baseline = config.getoption("stedge_baseline")
@@ -113,7 +114,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 def _is_stedge_run(config: pytest.Config) -> bool:
     """Whether this session runs corpus cases (then the plugin switches on)."""
-    if any(config.getoption(name) for name in ("stedge_version", "stedge_root", "stedge_db")):
+    options = ("stedge_version", "stedge_root", "stedge_db", "stedge_board")
+    if any(config.getoption(name) for name in options):
         return True
     args = config.args or []
     base = config.invocation_params.dir

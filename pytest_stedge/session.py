@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from .errors import StoreError
+from .rows import ItemRow
 from .state import WORKERINPUT_KEY, StedgeState, get_state
-from .store import DEFAULT_PATH, ItemRow, Store
+from .store import DEFAULT_PATH, Store
 
 controller_key = pytest.StashKey["StedgeController"]()
 FLUSH_ROWS = 64

@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,9 @@ from . import __version__
 from .errors import StoreBusyError, StoreError, StoreVersionError
 from .migrations import MIGRATIONS
 from .result import METRICS
+from .rows import ItemRow
+
+__all__ = ["DEFAULT_PATH", "ItemRow", "Store"]
 
 DEFAULT_PATH = Path(".stedge") / "results.duckdb"
 DEFAULT_WAIT_S = 5.0
@@ -32,38 +34,6 @@ _CHUNK_ROWS = 2000
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-@dataclass
-class ItemRow:
-    """One finished pytest item, as the controller stores it."""
-
-    nodeid: str
-    case_name: str
-    stage: str
-    version: str | None
-    outcome: str
-    model_sha256: str | None = None
-    options_hash: str | None = None
-    recorded: bool = False
-    duration_s: float | None = None
-    tool_seconds: float | None = None
-    message: str | None = None
-    result: dict[str, Any] | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    case: dict[str, Any] | None = None  # the cases row (case_path, model_path, target, ...)
-    findings: list[dict[str, Any]] = field(default_factory=list)  # {bug_id, status, evidence}
-    changes: list[dict[str, Any]] = field(default_factory=list)  # against the baseline (not stored)
-    update: dict[str, Any] | None = None  # what --stedge-update should write (not stored)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form, the shape workers hand over to the controller."""
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ItemRow:
-        """Inverse of :meth:`to_dict`."""
-        return cls(**data)
 
 
 class Store:
