@@ -199,9 +199,8 @@ class StedgeState:
 
     def item_workdir(self, case: Case, stage: str, version: str) -> Path:
         """Its own output folder for one item."""
-        run = f"run-{self.run_id}" if self.run_id is not None else f"pid-{os.getpid()}"
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", case.name)
-        return self.workdir / run / safe / f"{stage}-{version}"
+        return self.run_dir() / safe / f"{stage}-{version}"
 
     def model_sha256(self, case: Case) -> str:
         """sha256 of the case's model (cached per process)."""
@@ -210,19 +209,50 @@ class StedgeState:
         return self._sha[case.model]
 
     def oracle_report(self, case: Case) -> dict[str, Any]:
-        """The oracle's analysis of the case's model (cached per process)."""
+        """The oracle's analysis of the case's model, computed once per session.
+
+        Cached in memory and in the run's folder, so an xdist worker running a toolchain
+        item reads what another worker's oracle item computed instead of redoing it.
+        """
         cached = self._oracle.get(case.model)
         if cached is None:
-            from .oracle import analyze_model
-
-            try:
-                cached = analyze_model(case.model)
-            except OracleError as exc:
-                cached = exc
+            cached = self._shared_oracle(case)
             self._oracle[case.model] = cached
         if isinstance(cached, OracleError):
             raise cached
         return cached
+
+    def _shared_oracle(self, case: Case) -> dict[str, Any] | OracleError:
+        import json
+
+        from .oracle import analyze_model
+
+        folder = self.run_dir() / "oracle"
+        path = folder / f"{self.model_sha256(case)}.json"
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = None
+        if isinstance(saved, dict):
+            return OracleError(saved["error"]) if "error" in saved else saved
+        try:
+            report: dict[str, Any] | OracleError = analyze_model(case.model)
+        except OracleError as exc:
+            report = exc
+        data = {"error": str(report)} if isinstance(report, OracleError) else report
+        try:  # written whole then renamed: a reader never sees half a file
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, path)
+        except (OSError, TypeError):
+            pass  # the cache is an optimisation; the figures are already in hand
+        return report
+
+    def run_dir(self) -> Path:
+        """This session's folder under the work folder (shared by xdist workers)."""
+        run = f"run-{self.run_id}" if self.run_id is not None else f"pid-{os.getpid()}"
+        return self.workdir / run
 
 
 def _resolve(config: pytest.Config, option: str | None, ini: str, default: Path) -> Path:
