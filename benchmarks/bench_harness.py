@@ -48,8 +48,11 @@ def build(root: Path, cases: int, sleep: float) -> tuple[Path, Path]:
 
 def session(installs: Path, corpus: Path, db: Path, *extra: str) -> tuple[float, float, int]:
     """Run one session; return (wall seconds, sum of tool seconds, items stored)."""
+    # hypothesis (a test extra, not a dependency of pytest-stedge) registers a pytest
+    # plugin whose import costs ~0.8 s in every process; it is not the harness's cost.
     argv = [
         sys.executable, "-m", "pytest", str(corpus), "-q", "-p", "no:cacheprovider",
+        "-p", "no:hypothesispytest",
         "--stedge-root", str(installs), "--stedge-db", str(db), *extra,
     ]
     start = time.perf_counter()

@@ -139,3 +139,25 @@ def test_a_case_naming_a_missing_bug_is_a_collection_error(workflow) -> None:
     result = run("--stedge-version", "3.0.0")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*cnn/case.toml: [[]bugs]: unknown bug 'no-such-bug'*known bugs: old-bug*"])
+
+
+def test_a_known_bug_xfails_and_is_never_accepted_by_update(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    corpus = make_corpus(
+        {"cnn": SIMPLE_CASE + "[expect]\nepochs_sw = { max = 0 }  # the NPU should run it all\n"},
+        root=pytester.path / "corpus",
+    )
+    (corpus / "bugs").mkdir()
+    (corpus / "bugs" / "sw-bug.toml").write_text(
+        BUG.replace("old-bug", "sw-bug").replace('["fixed"]', '["cnn"]')
+        .replace("epochs_hybrid > 0", "epochs_sw > 0")
+    )
+    before = (corpus / "cnn" / "case.toml").read_text()
+    result = pytester.runpytest_subprocess(
+        "corpus", "--stedge-root", str(fake_installs), "--stedge-db", str(tmp_path / "db.duckdb"),
+        "--stedge-version", "4.0.1", "-p", "no:cacheprovider", "-rx", "--stedge-update",
+    )
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["XFAIL *generate[[]4.0.1]*known bug sw-bug in 4.0.1: *[[]https://example.invalid/sw-bug]*"])
+    assert (corpus / "cnn" / "case.toml").read_text() == before
