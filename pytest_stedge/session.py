@@ -249,19 +249,20 @@ class StedgeController:
         terminalreporter.section("stedge summary")
         by_case: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for row in rows:
-            bucket = {"xfailed": "skipped", "error": "failed", "xpassed": "passed"}.get(
-                row.outcome, row.outcome
-            )
+            bucket = {"error": "failed", "xpassed": "passed"}.get(row.outcome, row.outcome)
             by_case[row.case_name][bucket] += 1
         if by_case:
             width = max(len("case"), *(len(c) for c in by_case))
-            write(f"{'case'.ljust(width)}  passed  failed  skipped")
+            known = any(c["xfailed"] for c in by_case.values())
+            header = f"{'case'.ljust(width)}  passed  failed  skipped"
+            write(header + ("  known bug" if known else ""))
             for case in sorted(by_case):
                 counts = by_case[case]
-                write(
+                line = (
                     f"{case.ljust(width)}  {counts['passed']:>6}  {counts['failed']:>6}  "
                     f"{counts['skipped']:>7}"
                 )
+                write(line + (f"  {counts['xfailed']:>9}" if known else ""))
         if self.summary.failures:
             write("")
             write("failed items:")
