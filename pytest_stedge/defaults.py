@@ -10,6 +10,7 @@ import pytest
 if TYPE_CHECKING:
     from .corpus import Case
     from .runner import StageRun
+    from .store import Store
     from .toolchain import Discovery, Install
 
 
@@ -35,3 +36,11 @@ def pytest_stedge_run_stage(
     from .runner import run_stage
 
     return run_stage(case, stage, install, workdir, timeout=timeout, board_desc=board_desc)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_stedge_write_report(config: pytest.Config, store: Store, run_id: int, path: Path) -> Path:
+    """Render the HTML run report."""
+    from .html import render_run_report
+
+    return render_run_report(store, run_id, path)

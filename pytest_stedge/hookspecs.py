@@ -15,6 +15,7 @@ import pytest
 if TYPE_CHECKING:
     from .corpus import Case
     from .runner import StageRun
+    from .store import Store
     from .toolchain import Discovery, Install
 
 
@@ -94,4 +95,26 @@ def pytest_stedge_load_board(
             subprocess.run(["STM32_Programmer_CLI", "-c", "port=SWD", "-w",
                             str(workdir / "st_ai_output" / "network.bin")], check=True)
             return True
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_stedge_write_report(
+    config: pytest.Config, store: Store, run_id: int, path: Path
+) -> Path | None:
+    """Write the session's report once the run is stored.
+
+    Called on the controller only, at the end of the session, unless
+    ``--stedge-report=none``. The built-in implementation renders the HTML run report.
+
+    :param path: where the report should go (``--stedge-report`` or reports/run-<id>.html).
+    :return: the path written, or None to let the next implementation answer.
+
+    Example::
+
+        def pytest_stedge_write_report(config, store, run_id, path):
+            import json
+            out = path.with_suffix(".json")
+            out.write_text(json.dumps(store.get_run(run_id), default=str))
+            return out
     """

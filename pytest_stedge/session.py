@@ -230,9 +230,9 @@ class StedgeController:
             else self.config.rootpath / "reports" / f"run-{self.run_id}.html"
         )
         try:
-            from .html import render_run_report
-
-            self.report_path = render_run_report(self.store, self.run_id, path)
+            self.report_path = self.config.hook.pytest_stedge_write_report(
+                config=self.config, store=self.store, run_id=self.run_id, path=path
+            )
         except Exception as exc:  # the results are stored; only the page is missing
             self.write_errors.append(f"HTML report {path}: {exc}")
 

@@ -71,3 +71,27 @@ def test_every_hook_has_a_test_and_documentation() -> None:
         assert f"def {name}(" in tests, f"no test implements {name}"
         assert name in readme, f"README does not mention {name}"
         assert list(inspect.signature(spec).parameters)[0] == "config"
+
+
+def test_reporting_can_be_replaced(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
+) -> None:
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    (corpus / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import json
+
+            def pytest_stedge_write_report(config, store, run_id, path):
+                out = path.with_suffix(".json")
+                run = store.get_run(run_id)
+                out.write_text(json.dumps({"run": run_id, "items": len(run["items"])}))
+                return out
+            """
+        )
+    )
+    result = _run(pytester, corpus, tmp_path, "--stedge-report", str(tmp_path / "out.html"))
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines([f"report: {tmp_path / 'out.json'}"])
+    assert (tmp_path / "out.json").read_text() == '{"run": 1, "items": 2}'
+    assert not (tmp_path / "out.html").exists()
