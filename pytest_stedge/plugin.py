@@ -49,6 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import defaults
 
     config.pluginmanager.register(defaults, "stedge-defaults")
+    if os.environ.get("STEDGE_TRACE_HOOKS"):
+        _trace_hooks(config)
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
     if _is_stedge_run(config):
         from . import board_plugin  # serial ports and locks: only for corpus runs
@@ -132,3 +134,20 @@ def _holds_case(path: Path) -> bool:
             return True
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
     return False
+
+
+def _trace_hooks(config: pytest.Config) -> None:
+    """STEDGE_TRACE_HOOKS=1: print every pytest_stedge_* call, which implementation
+    answered and what it returned (to debug a conftest's hooks)."""
+    import sys
+
+    def before(name: str, impls: Any, kwargs: Any) -> None:
+        if name.startswith("pytest_stedge_"):
+            plugins = ", ".join(impl.plugin_name for impl in impls)
+            print(f"[stedge hook] {name} <- {plugins}", file=sys.stderr)
+
+    def after(outcome: Any, name: str, impls: Any, kwargs: Any) -> None:
+        if name.startswith("pytest_stedge_"):
+            print(f"[stedge hook] {name} -> {outcome.get_result()!r:.120}", file=sys.stderr)
+
+    config.pluginmanager.add_hookcall_monitoring(before, after)

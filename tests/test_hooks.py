@@ -95,3 +95,16 @@ def test_reporting_can_be_replaced(
     result.stdout.fnmatch_lines([f"report: {tmp_path / 'out.json'}"])
     assert (tmp_path / "out.json").read_text() == '{"run": 1, "items": 2}'
     assert not (tmp_path / "out.html").exists()
+
+
+def test_stedge_trace_hooks_shows_who_answered(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    monkeypatch.setenv("STEDGE_TRACE_HOOKS", "1")
+    result = _run(pytester, corpus, tmp_path)
+    result.stderr.fnmatch_lines(
+        ["[[]stedge hook] pytest_stedge_discover_toolchains <- stedge-defaults*",
+         "[[]stedge hook] pytest_stedge_discover_toolchains -> Discovery(*"]
+    )
