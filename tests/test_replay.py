@@ -11,6 +11,9 @@ from conftest import SIMPLE_CASE, CorpusFactory
 from pytest_stedge.cli import main
 from pytest_stedge.store import Store
 
+# what the oracle adds beside the tool's own figures
+ORACLE_METRICS = {"activations_lower_bound_bytes", "activations_ratio", "float_nodes"}
+
 
 def _record_elsewhere(installs: Path, model: Path, out: Path) -> Path:
     """What a Windows PC with the tool would hand over: its st_ai_output folder."""
@@ -78,3 +81,34 @@ def test_ingest_names_the_cases_it_knows(
                  "--corpus", str(corpus), "--db", str(tmp_path / "db.duckdb")]) == 2
     err = capsys.readouterr().err
     assert "no case 'nope'" in err and "cases: cnn" in err
+
+
+@pytest.mark.parametrize(("version", "target"), [("2.2.0", "stm32h7"), ("4.0.1", "stm32n6")])
+def test_an_install_and_a_recording_of_the_same_outputs_give_the_same_result(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path, version: str, target: str,
+) -> None:
+    from fake_stedgeai import make_install
+
+    from pytest_stedge.parsers import parse_path
+    from pytest_stedge.result import flat_metrics
+
+    installs = tmp_path / "installs"
+    make_install(installs / version[:3], version)
+    text = SIMPLE_CASE.replace('"stm32n6"', f'"{target}"')
+    if target != "stm32n6":
+        text = text.replace('[neural_art]\n    profile = "default"\n', "")
+    corpus = make_corpus({"cnn": text})
+    db = tmp_path / "db.duckdb"
+    pytester.runpytest_subprocess(
+        str(corpus), "--stedge-root", str(installs), "--stedge-db", str(db), "-p", "no:cacheprovider",
+        f"--rootdir={pytester.path}",
+    ).assert_outcomes(passed=2)
+    with Store.open(db, create=False) as store:
+        run = store.get_run(1)
+    ran = next(i for i in run["items"] if i["stage"] == "generate")
+    folder = next((pytester.path / ".stedge" / "work" / "run-1" / "cnn").glob("generate-*")) / "st_ai_output"
+    recorded = parse_path(folder)
+    assert ran["result"]["target"] == recorded["target"] == target
+    ran_figures = {k: v for k, v in flat_metrics(ran["result"]).items() if k not in ORACLE_METRICS}
+    assert ran_figures == flat_metrics(recorded)
+    assert ran_figures["activations_bytes"] > 0 and ran_figures["weights_bytes"] > 0
