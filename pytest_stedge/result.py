@@ -17,6 +17,7 @@ evaluation table, not only X-cross); ``epochs.list[].to`` (epoch-controller rang
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +46,13 @@ METRICS: dict[str, MetricSpec] = {
     for spec in [
         MetricSpec("weights_bytes", "B", "lower", "weights in flash", _TOOL),
         MetricSpec("activations_bytes", "B", "lower", "activation RAM", _TOOL),
+        MetricSpec(
+            "activations_external_bytes",
+            "B",
+            "lower",
+            "activations placed in external RAM (hyperRAM, SDRAM): 5-20x slower",
+            _TOOL,
+        ),
         MetricSpec("io_in_bytes", "B", "lower", "input buffers", _TOOL),
         MetricSpec("io_out_bytes", "B", "lower", "output buffers", _TOOL),
         MetricSpec("macc", "MACC", "lower", "multiply-accumulates", _TOOL),
@@ -116,6 +124,9 @@ def flat_metrics(result: Result) -> dict[str, float]:
         value = _number(memory.get(key))
         if value is not None:
             out[key] = value
+    external = _external_activations(memory.get("pools"))
+    if external is not None:
+        out["activations_external_bytes"] = external
     io = memory.get("io_bytes")
     if isinstance(io, (list, tuple)) and len(io) == 2:
         for key, value in zip(("io_in_bytes", "io_out_bytes"), io):
@@ -157,6 +168,23 @@ def flat_metrics(result: Result) -> dict[str, float]:
         if number is not None:
             out[str(name)] = number
     return out
+
+
+# Pools the tool places outside the chip: STM32N6 hyperRAM (xSPI1), MCU external SDRAM.
+_EXTERNAL_POOL_RE = re.compile(r"hyperram|xspi1|sdram|external|extram|psram", re.IGNORECASE)
+
+
+def _external_activations(pools: Any) -> float | None:
+    """Activation bytes in external pools; None when the Result has no per-pool figures."""
+    if not isinstance(pools, list) or not pools:
+        return None
+    total = 0.0
+    for pool in pools:
+        if not isinstance(pool, dict) or not _EXTERNAL_POOL_RE.search(str(pool.get("name", ""))):
+            continue
+        value = _number(pool.get("activations_bytes"))
+        total += value or 0.0
+    return total
 
 
 def metric_applies(metric: str, stage: str) -> bool:
