@@ -16,6 +16,7 @@ import pytest
 from .bugs import Bug, BugRegistry
 from .corpus import Case
 from .diff import ChangeKind, MetricChange, compare_results, expectation_flags
+from .diff_table import fmt_delta, fmt_number
 from .expect import Miss, check, format_misses, summarize_miss
 from .result import Result
 from .signature import signature_env
@@ -58,7 +59,7 @@ class Verdict:
         lines = [summarize_miss(m) for m in self.misses]
         lines += [
             f"{c.metric}: {c.kind.value} against {self.baseline_version}: "
-            f"{_num(c.old)} -> {_num(c.new)} (band {c.band})"
+            f"{fmt_number(c.metric, c.old)} -> {fmt_number(c.metric, c.new)} (band {c.band})"
             for c in self.failing_changes
             if not any(m.metric == c.metric for m in self.misses)
         ]
@@ -121,9 +122,16 @@ def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
     if verdict.failing_changes:
         rows = [("metric", "baseline", "measured", "delta", "kind", "band")]
         for c in verdict.failing_changes:
-            pct = f" ({c.delta_pct:+.1f}%)" if c.delta_pct is not None else ""
-            delta = "-" if c.delta is None else f"{c.delta:+,.6g}{pct}"
-            rows.append((c.metric, _num(c.old), _num(c.new), delta, c.kind.value, c.band))
+            rows.append(
+                (
+                    c.metric,
+                    fmt_number(c.metric, c.old),
+                    fmt_number(c.metric, c.new),
+                    fmt_delta(c),
+                    c.kind.value,
+                    c.band,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [
             f"{title}: {len(verdict.failing_changes)} metric(s) moved beyond their band "
@@ -181,9 +189,3 @@ def xpass_marker(bug: Bug, version: str) -> pytest.MarkDecorator:
         f"no longer matches, yet corpus/bugs/{bug.id}.toml lists {version} as affected; "
         "update the registry",
     )
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{int(value):,}" if value == int(value) else f"{value:.6g}"

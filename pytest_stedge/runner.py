@@ -19,8 +19,11 @@ _STAGE_COMMAND = {
     "validate-host": "validate",
     "validate-target": "validate",
 }
-_JSON_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+# Strings first, so "//" inside a value ("//server/share/x.mpool") is kept; then comments
+# and trailing commas, which ST's tools accept and json does not.
+_STRING = r'"(?:\\.|[^"\\])*"'
+_COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
+_TRAILING_COMMAS_RE = re.compile(_STRING + r"|,(?=\s*[}\]])")
 
 
 @dataclass
@@ -103,7 +106,8 @@ def load_loose_json(path: Path) -> dict[str, Any]:
     """Read a Neural-ART profile file: JSON with ``//`` comments and trailing commas, as ST's
     tools accept."""
     text = path.read_text(encoding="utf-8", errors="replace")
-    text = _TRAILING_COMMA_RE.sub(r"\1", _JSON_COMMENT_RE.sub("", text))
+    for pattern in (_COMMENTS_RE, _TRAILING_COMMAS_RE):
+        text = pattern.sub(_keep_strings, text)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -111,6 +115,11 @@ def load_loose_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ReportParseError(path, "not a Neural-ART profile file: expected a JSON object")
     return data
+
+
+def _keep_strings(match: re.Match[str]) -> str:
+    text = match.group(0)
+    return text if text.startswith('"') else ""
 
 
 def run_stage(
