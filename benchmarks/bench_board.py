@@ -25,8 +25,10 @@ import numpy as np
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from pytest_stedge.board import (  # noqa: E402
-    BoardClient, BoardTimeoutError, Timeouts,
+from pytest_stedge.board.specs import (  # noqa: E402
+    BoardClient,
+    BoardTimeoutError,
+    Timeouts,
 )
 
 
@@ -55,7 +57,7 @@ def chain_model(path: Path, megabytes: float, width: int = 16384) -> tuple[Path,
 
 def start_sim(model: Path, baud: int, pty: bool, *extra: str) -> tuple[subprocess.Popen[str], str]:
     where = ["--pty"] if pty else ["--socket", "127.0.0.1:0"]
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_stedge.board_sim", str(model),
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_stedge.board.sim", str(model),
                              *where, "--baud", str(baud), *extra],
                             stdout=subprocess.PIPE, text=True, cwd=PROJECT)
     assert proc.stdout is not None

@@ -26,7 +26,7 @@ from .result import METRICS
 
 if TYPE_CHECKING:
     from .corpus import Bound, Case
-    from .store import Store
+    from .store.database import Store
 
 
 class ChangeKind(str, Enum):
@@ -411,7 +411,7 @@ def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
     Cases with regressions come first; within a case, regressions first. Unchanged
     metrics are counted, not listed (unless ``show_unchanged``).
     """
-    from .diff_table import format_table as _format_table
+    from .report.table import format_table as _format_table
 
     return _format_table(report, show_unchanged=show_unchanged)
 

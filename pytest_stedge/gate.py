@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from .bugs import Bug, BugRegistry
+from .bugs.registry import Bug, BugRegistry
+from .bugs.signature import signature_env
 from .corpus import Case
 from .diff import ChangeKind, MetricChange, compare_results, expectation_flags
-from .diff_table import fmt_delta, fmt_number
 from .expect import Miss, check, format_misses, summarize_miss
+from .report.table import fmt_delta, fmt_number
 from .result import Result
-from .signature import signature_env
 
 GATING_KINDS = (ChangeKind.REGRESSED, ChangeKind.NEWLY_FAILING)
 

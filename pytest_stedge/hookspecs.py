@@ -15,7 +15,7 @@ import pytest
 if TYPE_CHECKING:
     from .corpus import Case
     from .runner import StageRun
-    from .store import Store
+    from .store.database import Store
     from .toolchain import Discovery, Install
 
 
@@ -32,7 +32,7 @@ def pytest_stedge_discover_toolchains(config: pytest.Config, roots: list[Path]) 
     Example::
 
         def pytest_stedge_discover_toolchains(config, roots):
-            from pytest_stedge.toolchain import discover
+            from .toolchain import discover
             return discover(["/mnt/tools/stedgeai"], defaults=False)
     """
 

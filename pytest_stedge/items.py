@@ -19,8 +19,8 @@ from .gate import (
     xpass_marker,
 )
 from .result import Result, flat_metrics, new_result
-from .rows import ItemRow
 from .state import StedgeState, get_state
+from .store.rows import ItemRow
 
 
 class StedgeCheckFailure(Exception):

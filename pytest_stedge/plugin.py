@@ -27,7 +27,7 @@ _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".s
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
+    from pytest_stedge import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -46,14 +46,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from . import defaults
+    from pytest_stedge import defaults
 
     config.pluginmanager.register(defaults, "stedge-defaults")
     if os.environ.get("STEDGE_TRACE_HOOKS"):
         _trace_hooks(config)
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
     if _is_stedge_run(config):
-        from . import board_plugin  # serial ports and locks: only for corpus runs
+        from .board import plugin as board_plugin
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
         # A malformed case.toml is a collection error, and the other cases still run.

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from .errors import StoreError
-from .rows import ItemRow
 from .state import WORKERINPUT_KEY, StedgeState, get_state
-from .store import DEFAULT_PATH, Store
+from .store.database import DEFAULT_PATH, Store
+from .store.rows import ItemRow
 
 controller_key = pytest.StashKey["StedgeController"]()
 FLUSH_ROWS = 64

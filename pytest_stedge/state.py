@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .bugs import BugRegistry, check_case_bugs, load_registry
+from .bugs.registry import BugRegistry, check_case_bugs, load_registry
 from .corpus import Case, file_sha256
 from .errors import CaseError, OracleError
 from .gate import Baseline

@@ -7,14 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 # Import C extensions once, before pytester's in-process runs snapshot sys.modules:
 # numpy cannot be loaded twice in one process.
 import duckdb  # noqa: F401
 import numpy  # noqa: F401
 import onnx  # noqa: F401
 import onnxruntime  # noqa: F401
+import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"

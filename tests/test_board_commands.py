@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pytest_stedge.board_commands import default_stimulus
-from pytest_stedge.board_tensors import TensorDesc
-from pytest_stedge.board_sim import BoardSimulator, Faults
-from pytest_stedge.cli import main
 from test_board_sim import make_model, reference
+
+from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
+from pytest_stedge.board.tensors import TensorDesc
+from pytest_stedge.cli.boards import default_stimulus
+from pytest_stedge.cli.main import main
 
 
 @pytest.fixture(scope="module")

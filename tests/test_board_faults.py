@@ -8,14 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import serial
-
-from pytest_stedge.board import (
-    BoardBusyError, BoardClient, BoardDisconnectedError, BoardNetworkMismatchError,
-    BoardNotFoundError, BoardNotValidationFirmwareError, BoardProtocolError,
-    BoardProtocolVersionError, BoardTimeoutError, Timeouts,
-)
-from pytest_stedge.board_sim import BoardSimulator, Faults
 from test_board_sim import NODES, make_model, reference
+
+from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
+from pytest_stedge.board.specs import (
+    BoardBusyError,
+    BoardClient,
+    BoardDisconnectedError,
+    BoardNetworkMismatchError,
+    BoardNotFoundError,
+    BoardNotValidationFirmwareError,
+    BoardProtocolError,
+    BoardProtocolVersionError,
+    BoardTimeoutError,
+    Timeouts,
+)
 
 FAST = Timeouts(sync=0.3, info=1.0, run_ack=1.0, input_ack=1.0, op=0.5, packet_sync=1.0)
 

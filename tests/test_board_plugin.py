@@ -14,19 +14,9 @@ import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 from test_board_workflow import NODES, named_model
 
-from pytest_stedge import board, board_plugin
-from pytest_stedge.board import (
-    BoardBusyError,
-    BoardDisconnectedError,
-    BoardNetworkMismatchError,
-    BoardNotValidationFirmwareError,
-    BoardProtocolVersionError,
-    BoardTimeoutError,
-    PortInfo,
-    parse_board_spec,
-)
-from pytest_stedge.board_lock import acquire_board, lock_key
-from pytest_stedge.board_plugin import (
+from pytest_stedge.board import plugin as board_plugin
+from pytest_stedge.board.lock import acquire_board, lock_key
+from pytest_stedge.board.plugin import (
     BoardLoaderError,
     board_failure,
     check_board,
@@ -38,7 +28,18 @@ from pytest_stedge.board_plugin import (
     run_loader,
     write_n6_loader_config,
 )
-from pytest_stedge.board_sim import BoardSimulator, Faults
+from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
+from pytest_stedge.board.specs import (
+    BoardBusyError,
+    BoardDisconnectedError,
+    BoardNetworkMismatchError,
+    BoardNotValidationFirmwareError,
+    BoardProtocolVersionError,
+    BoardTimeoutError,
+    PortInfo,
+    parse_board_spec,
+)
+from pytest_stedge.board import specs as board
 from pytest_stedge.corpus import Case, load_cases
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -63,8 +64,8 @@ def sim(case: Case) -> Iterator[BoardSimulator]:
 HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from pytest_stedge.board import parse_board_spec
-    from pytest_stedge.board_lock import acquire_board
+    from pytest_stedge.board.specs import parse_board_spec
+    from pytest_stedge.board.lock import acquire_board
     lock = acquire_board([parse_board_spec(sys.argv[2])], Path(sys.argv[1]),
                          owner="other session", wait=5)
     print("held", flush=True)

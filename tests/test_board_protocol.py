@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_stedge import board_protocol as bp
-from pytest_stedge import board_tensors as bt
+from pytest_stedge.board import protocol as bp
+from pytest_stedge.board import tensors as bt
 
 
 def h(text: str) -> bytes:

@@ -10,10 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_stedge.board import (
-    BoardClient, BoardError, BoardNotValidationFirmwareError, BoardRequestError, Timeouts,
+from pytest_stedge.board.sim.simulator import BoardSimulator, check_loopback, model_signature
+from pytest_stedge.board.specs import (
+    BoardClient,
+    BoardError,
+    BoardNotValidationFirmwareError,
+    BoardRequestError,
+    Timeouts,
 )
-from pytest_stedge.board_sim import BoardSimulator, check_loopback, model_signature
 
 FAST = Timeouts(sync=0.3, info=1.0, run_ack=1.0, input_ack=1.0, op=1.0, packet_sync=1.0)
 NODES = ["cast", "add", "matmul", "relu", "softmax", "argmax"]
@@ -183,7 +187,7 @@ def test_inputs_of_the_wrong_dtype_or_count_are_refused_before_sending(
 
 
 def test_simulator_command_prints_its_url_and_serves(model: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_stedge.board_sim", str(model),
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_stedge.board.sim", str(model),
                              "--socket", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -206,8 +210,7 @@ def test_simulator_sends_one_sync_byte_per_consumed_packet_and_none_after_the_la
         sim: BoardSimulator) -> None:
     import socket
 
-    from pytest_stedge import board_protocol as bp
-
+    from pytest_stedge.board import protocol as bp
     host, port = sim.url.removeprefix("socket://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=2) as raw:
         def recv_exact(n: int) -> bytes:

@@ -6,8 +6,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_stedge.board import (
-    BoardNotFoundError, BoardSpec, PortInfo, choose_auto_port, list_ports, parse_board_spec,
+from pytest_stedge.board.specs import (
+    BoardNotFoundError,
+    BoardSpec,
+    PortInfo,
+    choose_auto_port,
+    list_ports,
+    parse_board_spec,
     resolve_board_spec,
 )
 from pytest_stedge.errors import BoardError, StedgeError

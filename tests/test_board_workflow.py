@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from conftest import SIMPLE_CASE, CorpusFactory, make_conv_model
 
-from pytest_stedge.board_sim import BoardSimulator, Faults
-from pytest_stedge.store import Store
+from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
+from pytest_stedge.store.database import Store
 
 BOARD_CASE = SIMPLE_CASE.replace('stages = ["generate"]', 'stages = ["generate", "validate-target"]')
 NODES = ["conv0", "relu0", "conv1", "relu1"]

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge.bugs import (
+from pytest_stedge.bugs.registry import (
     check_case_bugs,
     load_bug,
     load_registry,
     missing_reproducers,
     release_of,
 )
+from pytest_stedge.bugs.signature import signature_env
 from pytest_stedge.errors import CaseError
-from pytest_stedge.signature import signature_env
 
 PROJECT = Path(__file__).resolve().parents[1]
 CORPUS = PROJECT / "corpus"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge.cli import main
-from pytest_stedge.store import ItemRow, Store
+from pytest_stedge.cli.main import main
+from pytest_stedge.store.database import ItemRow, Store
 
 
 def _fill(path: Path, versions: list[str]) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge import cli
-from pytest_stedge.store import ItemRow, Store
+from pytest_stedge.cli import main as cli
+from pytest_stedge.store.database import ItemRow, Store
 
 BASE_METRICS = {"activations_bytes": 2_457_600.0, "epochs_sw": 1.0, "weights_bytes": 50_000.0}
 
@@ -17,9 +17,9 @@ BASE_METRICS = {"activations_bytes": 2_457_600.0, "epochs_sw": 1.0, "weights_byt
 @pytest.fixture(autouse=True)
 def _diff_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # register the command whether or not cli.py lists it yet; run away from ./corpus
-    if "pytest_stedge.commands_diff" not in cli.COMMAND_MODULES:
+    if "pytest_stedge.cli.diff" not in cli.COMMAND_MODULES:
         monkeypatch.setattr(
-            cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "pytest_stedge.commands_diff")
+            cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "pytest_stedge.cli.diff")
         )
     monkeypatch.chdir(tmp_path)
 
@@ -200,7 +200,7 @@ def test_html_unavailable_or_written(
 
     db = fill(tmp_path / "r.duckdb", BASE_METRICS)
     # an install without the HTML module: a usage error that says so
-    monkeypatch.setitem(sys.modules, "pytest_stedge.html", None)
+    monkeypatch.setitem(sys.modules, "pytest_stedge.report.render", None)
     status, _, err = run(
         ["diff", "3.0.0", "4.0.1", "--db", str(db), "--html", str(tmp_path / "d.html")], capsys
     )
@@ -210,11 +210,10 @@ def test_html_unavailable_or_written(
 def test_html_page_written_when_available(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("pytest_stedge.html")
-    from pytest_stedge import html
-
+    pytest.importorskip("pytest_stedge.report.render")
+    from pytest_stedge.report import render as html
     if not hasattr(html, "render_diff_page"):
-        pytest.skip("pytest_stedge.html has no render_diff_page yet")
+        pytest.skip("pytest_stedge.report.render has no render_diff_page yet")
     db = fill(tmp_path / "r.duckdb", {**BASE_METRICS, "epochs_sw": 2.0})
     page = tmp_path / "d.html"
     status, out, err = run(

@@ -16,7 +16,7 @@ from pytest_stedge.diff import (
     parse_band,
 )
 from pytest_stedge.errors import StedgeError, StoreError
-from pytest_stedge.store import ItemRow, Store
+from pytest_stedge.store.database import ItemRow, Store
 
 EXACT = parse_band("0")
 

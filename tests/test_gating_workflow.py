@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import SIMPLE_CASE, CorpusFactory, make_conv_model
 
-from pytest_stedge.store import Store
+from pytest_stedge.store.database import Store
 
 BUG = """\
 id = "old-bug"

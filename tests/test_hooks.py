@@ -53,7 +53,7 @@ def test_discovery_and_running_can_be_replaced(
     result = _run(pytester, corpus, tmp_path, "-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*cnn/case.toml::generate[[]9.1.0] PASSED*"])
-    from pytest_stedge.store import Store
+    from pytest_stedge.store.database import Store
 
     with Store.open(tmp_path / "db.duckdb", create=False) as store:
         items = store.get_run(1)["items"]

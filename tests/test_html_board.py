@@ -9,11 +9,11 @@ from typing import Any
 
 from test_html_reports import Page
 
-from pytest_stedge import report_board
-from pytest_stedge.html import render_run_report
-from pytest_stedge.report_board import board_view
+from pytest_stedge.report import board as report_board
+from pytest_stedge.report.board import board_view
+from pytest_stedge.report.render import render_run_report
 from pytest_stedge.result import flat_metrics, new_result
-from pytest_stedge.store import ItemRow, Store
+from pytest_stedge.store.database import ItemRow, Store
 
 SCRIPT = "<script>alert(1)</script>"
 TIMINGS = [("epoch_1", 3.25), (f"epoch_2 {SCRIPT}", 12.5), ("epoch_3", 0.75)]

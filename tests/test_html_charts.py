@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_stedge.charts import (
+from pytest_stedge.report.charts import (
     PALETTE,
     Series,
     bar_chart,

@@ -8,8 +8,11 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from pytest_stedge import report_board, report_data, report_diff, report_site
-from pytest_stedge.html import environment, render
+from pytest_stedge.report import board as report_board
+from pytest_stedge.report import data as report_data
+from pytest_stedge.report import diff as report_diff
+from pytest_stedge.report import site as report_site
+from pytest_stedge.report.render import environment, render
 
 CONTEXTS = [
     obj

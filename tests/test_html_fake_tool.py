@@ -9,11 +9,11 @@ import pytest
 from conftest import SIMPLE_CASE
 from test_html_reports import Page
 
-from pytest_stedge import commands_report
+from pytest_stedge.cli import report as commands_report
 from pytest_stedge.diff import diff_store
 from pytest_stedge.errors import StoreError
-from pytest_stedge.html import render_diff_page
-from pytest_stedge.store import Store
+from pytest_stedge.report.render import render_diff_page
+from pytest_stedge.store.database import Store
 
 
 def _stedge(*argv: str) -> int:

@@ -18,9 +18,9 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from pytest_stedge.diff import diff_store
-from pytest_stedge.html import render_dashboard, render_diff_page, render_run_report
+from pytest_stedge.report.render import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.result import flat_metrics, new_result
-from pytest_stedge.store import ItemRow, Store
+from pytest_stedge.store.database import ItemRow, Store
 
 SCRIPT = "<script>alert(1)</script>"
 QUOTE = '" onmouseover="x'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge.cli import main
+from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
 from pytest_stedge.oracle import analyze_model, explain_c_info
 

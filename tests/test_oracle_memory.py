@@ -316,7 +316,7 @@ def test_report_is_json_serialisable(tmp_path: Path) -> None:
 
 
 def test_oracle_command_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pytest_stedge.cli import main
+    from pytest_stedge.cli.main import main
 
     path = _qdq_chain(tmp_path, "softmax")
     assert main(["oracle", str(path)]) == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_stedge.cli import main
+from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
 from pytest_stedge.oracle.metrics import compute_metrics, load_arrays, pair_outputs
 from pytest_stedge.oracle.stimulus import InputSpec, default_stimulus, draw, input_specs

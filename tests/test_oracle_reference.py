@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_stedge.cli import main
+from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
 from pytest_stedge.oracle.divergence import diverge
 from pytest_stedge.oracle.reference import reference_outputs

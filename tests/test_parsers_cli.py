@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge.parsers import commands
+from pytest_stedge.cli import parse as commands
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "stedgeai-samples"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 
-from pytest_stedge.store import Store
+from pytest_stedge.store.database import Store
 
 
 def _run(pytester: pytest.Pytester, corpus: Path, installs: Path, db: Path, *args: str):
@@ -184,7 +184,7 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
 
 
 def test_migrations_are_named_and_applied_once(tmp_path: Path) -> None:
-    from pytest_stedge.migrations import MIGRATIONS
+    from pytest_stedge.store.migrations import MIGRATIONS
 
     db = tmp_path / "db.duckdb"
     with Store.open(db) as store:
@@ -196,7 +196,7 @@ def test_migrations_are_named_and_applied_once(tmp_path: Path) -> None:
 
 
 def test_memory_store_round_trip() -> None:
-    from pytest_stedge.store import ItemRow
+    from pytest_stedge.store.database import ItemRow
 
     with Store.open(":memory:") as store:
         run_id = store.begin_run(argv=["pytest"], versions=["4.0.1"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 
-from pytest_stedge.store import Store
+from pytest_stedge.store.database import Store
 
 
 @pytest.fixture(params=["no_xdist", "xdist_two"])
@@ -175,7 +175,7 @@ def test_json_of_a_run_from_the_cli(
     pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pytest_stedge.cli import main
+    from pytest_stedge.cli.main import main
 
     corpus = make_corpus({"cnn": SIMPLE_CASE})
     db = tmp_path / "db.duckdb"

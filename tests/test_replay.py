@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 
-from pytest_stedge.cli import main
-from pytest_stedge.store import Store
+from pytest_stedge.cli.main import main
+from pytest_stedge.store.database import Store
 
 # what the oracle adds beside the tool's own figures
 ORACLE_METRICS = {"activations_lower_bound_bytes", "activations_ratio", "float_nodes"}

@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_stedge.errors import StedgeError
-from pytest_stedge.result import new_result
-from pytest_stedge.signature import (
+from pytest_stedge.bugs.signature import (
     UNKNOWN,
     Signature,
     SignatureError,
     parse_signature,
     signature_env,
 )
+from pytest_stedge.errors import StedgeError
+from pytest_stedge.result import new_result
 
 ENV = {
     "activations_ratio": 9.3,
@@ -251,8 +251,8 @@ def test_fuzz_well_formed_conditions_parse_and_evaluate(text: str) -> None:
 def test_module_never_evaluates_python() -> None:
     import inspect
 
-    import pytest_stedge.signature as module
-    import pytest_stedge.signature_grammar as grammar
+    import pytest_stedge.bugs.grammar as grammar
+    import pytest_stedge.bugs.signature as module
 
     for mod in (module, grammar):
         source = inspect.getsource(mod)

@@ -91,7 +91,7 @@ def test_tail_drops_progress_bars_and_colours() -> None:
 
 
 def test_stedge_toolchains_lists_version_build_path(fake_installs: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pytest_stedge.cli import main
+    from pytest_stedge.cli.main import main
 
     assert main(["toolchains", "--root", str(fake_installs)]) == 0
     out = capsys.readouterr().out

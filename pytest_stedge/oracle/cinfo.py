@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import OracleError
+from pytest_stedge.errors import OracleError
 
 _EXTERNAL_NAME = re.compile(r"ext|sdram|hyper|psram|xspi|ospi|octo|flash", re.IGNORECASE)
 _EXTERNAL_BASE = 0x60000000  # FMC/OCTOSPI windows on STM32; internal SRAM sits below

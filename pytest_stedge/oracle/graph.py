@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import OracleError
+from pytest_stedge.errors import OracleError
 
 Q_OPS = frozenset({"QuantizeLinear"})
 DQ_OPS = frozenset({"DequantizeLinear"})

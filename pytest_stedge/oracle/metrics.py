@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import OracleError
+from pytest_stedge.errors import OracleError
 
 METRIC_KEYS = ("acc", "rmse", "mae", "l2r", "mean", "std", "nse", "cos", "snr")
 

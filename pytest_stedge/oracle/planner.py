@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..errors import OracleError
+from pytest_stedge.errors import OracleError
 
 _WORK_BUDGET = 250_000  # noisy trials x total buffer lifetime, in steps
 

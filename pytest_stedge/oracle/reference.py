@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import OracleError
+from pytest_stedge.errors import OracleError
 
 
 def session(model: Any, where: str) -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import OracleError
+from pytest_stedge.errors import OracleError
 
 _INT_RANGES = {
     "int8": (-128, 127),

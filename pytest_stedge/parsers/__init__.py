@@ -12,7 +12,7 @@ Every failure to read is a :class:`pytest_stedge.errors.ReportParseError` naming
 
 from __future__ import annotations
 
-from pytest_stedge.parsers.common import extract_diagnostics, parse_version_banner
-from pytest_stedge.parsers.folder import parse_file, parse_path
+from .common import extract_diagnostics, parse_version_banner
+from .folder import parse_file, parse_path
 
 __all__ = ["extract_diagnostics", "parse_file", "parse_path", "parse_version_banner"]

@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.parsers.common import (
+from pytest_stedge.result import Result, new_result
+
+from .common import (
     as_int,
     decode_text,
     normalize_target,
     split_tool_version,
     version_warning,
 )
-from pytest_stedge.result import Result, new_result
 
 _KIND = {
     "NODE_HW": "hw",

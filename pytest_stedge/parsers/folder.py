@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.parsers import c_info, report_json, report_txt, val_files
-from pytest_stedge.parsers.common import decode_text, read_bytes
 from pytest_stedge.result import Result
+
+from . import c_info, report_json, report_txt, val_files
+from .common import decode_text, read_bytes
 
 _TEXT_SUFFIXES = {".txt", ".log", ".out", ""}
 # Sub-folders a user may point at the parent of: the tool's default output and workspace.

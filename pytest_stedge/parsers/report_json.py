@@ -6,15 +6,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_stedge.parsers.c_info import validation_from_metrics
-from pytest_stedge.parsers.common import (
+from pytest_stedge.result import Result, new_result
+
+from .c_info import validation_from_metrics
+from .common import (
     as_int,
     extract_diagnostics,
     normalize_target,
     split_tool_version,
     version_warning,
 )
-from pytest_stedge.result import Result, new_result
 
 
 def is_report_json(doc: Any) -> bool:

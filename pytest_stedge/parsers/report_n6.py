@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_stedge.parsers.common import parse_size
+from .common import parse_size
 
 _POOL = re.compile(
     r"^\s*(\S+)\s+\[0x[0-9A-Fa-f]+\s*-\s*0x[0-9A-Fa-f]+\]:\s*(.+?)\s*/\s*(.+?)\s*\(\s*[\d.]+\s*%\s*used\)"

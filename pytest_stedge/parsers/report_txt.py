@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.parsers import report_n6, report_validate
-from pytest_stedge.parsers.common import (
+from pytest_stedge.result import Result, new_result
+
+from . import report_n6, report_validate
+from .common import (
     clean_console,
     extract_diagnostics,
     first_int,
@@ -25,7 +27,6 @@ from pytest_stedge.parsers.common import (
     parse_version_banner,
     version_warning,
 )
-from pytest_stedge.result import Result, new_result
 
 # "2026-06-16 21:38:16,979 [INFO] CmdLine:76 - " (STM32CubeMX log)
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d+\s+\[\w+\]\s+\S+\s+-\s?")

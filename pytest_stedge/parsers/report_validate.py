@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_stedge.parsers.common import parse_float
+from .common import parse_float
 
 _METRICS = ("acc", "rmse", "mae", "l2r", "mean", "std", "snr", "nse", "cos")
 _MODE = re.compile(r"\(AI RUNNER\).*?mode=(\w+)", re.IGNORECASE)

@@ -1,0 +1,151 @@
+"""``stedge diff BASE HEAD``: what changed between two toolchain versions, from the store."""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from pytest_stedge.options import add_store_options
+
+EPILOG = """\
+examples:
+  stedge diff 3.0.0 4.0.1
+  stedge diff 3.0.0 4.0.1 --json > diff.json
+  stedge diff 3.0.0 4.0.1 --band +2% --db ci/results.duckdb
+  stedge diff 3.0.0 4.0.1 --html reports/diff-3.0.0-4.0.1.html
+
+exit status: 0 nothing regressed, 1 a metric regressed beyond its band or newly
+misses its expectation, 2 usage error (e.g. a version without stored results)."""
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register ``diff``."""
+    diff = subparsers.add_parser(
+        "diff",
+        help="Compare the stored results of two toolchain versions",
+        description="Compare, case by case, the newest stored results of BASE and HEAD "
+        "without running anything. Each metric change gets one kind: regressed, newly "
+        "failing, improved, fixed, not comparable (other model or options) or unchanged. "
+        "Bands come from each case's [baseline] table (--corpus), else --band.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diff.add_argument("base", metavar="BASE", help="Baseline toolchain version, e.g. 3.0.0")
+    diff.add_argument("head", metavar="HEAD", help="Toolchain version to judge, e.g. 4.0.1")
+    add_store_options(diff.add_argument, prefix="")
+    diff.add_argument("--json", action="store_true", help="Print the diff as JSON")
+    diff.add_argument(
+        "--corpus",
+        metavar="DIR",
+        default=None,
+        help="Corpus whose case [baseline] bands and [expect] bounds apply. "
+        "Default: ./corpus when it exists",
+    )
+    diff.add_argument(
+        "--band",
+        metavar="BAND",
+        default=None,
+        help="Band of metrics a case does not band ('+3%%', '+1024', '0'). "
+        "Default: ini stedge_baseline_band, else 0",
+    )
+    diff.add_argument(
+        "--all", action="store_true", dest="show_unchanged", help="List unchanged metrics too"
+    )
+    diff.add_argument("--html", metavar="PATH", default=None, help="Also write an HTML page")
+    diff.set_defaults(handler=run_diff)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """Handler of ``stedge diff``; returns the exit status."""
+    from pytest_stedge.diff import diff_store, format_table, parse_band
+    from pytest_stedge.store.database import Store
+
+    from .store import db_path
+
+    default_band = args.band if args.band is not None else ini_band(Path.cwd())
+    parse_band(default_band)  # a bad band is a usage error before the store is opened
+    cases = load_corpus_cases(args.corpus)
+    with Store.open(db_path(args), create=False) as store:
+        report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases)
+        if args.html:
+            try:
+                from pytest_stedge.report.render import render_diff_page
+            except ImportError:
+                print(
+                    "stedge: error: HTML rendering is unavailable in this install", file=sys.stderr
+                )
+                return 2
+            page = render_diff_page(report, store, Path(args.html))
+            print(f"wrote {page}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(format_table(report, show_unchanged=args.show_unchanged))
+    return 1 if report.regressed() else 0
+
+
+def load_corpus_cases(folder: str | None) -> dict[str, Any]:
+    """Cases by name from ``folder`` (default ./corpus if present); {} without a corpus."""
+    from pytest_stedge.corpus import iter_case_files, load_cases
+    from pytest_stedge.errors import StedgeError
+
+    if folder is None:
+        default = Path("corpus")
+        if not default.is_dir():
+            return {}
+        root = default
+    else:
+        root = Path(folder)
+        if not root.is_dir():
+            raise StedgeError(f"--corpus {folder}: no such folder")
+    cases: dict[str, Any] = {}
+    for case_toml in iter_case_files(root):
+        for case in load_cases(case_toml, root):
+            cases[case.name] = case
+    return cases
+
+
+def ini_band(folder: Path) -> str:
+    """``stedge_baseline_band`` from the pytest ini file pytest would read in ``folder``.
+
+    pytest's order: pytest.ini, .pytest.ini, pyproject.toml ([tool.pytest.ini_options]),
+    tox.ini ([pytest]), setup.cfg ([tool:pytest]); the first file that has a pytest
+    section decides. Default "0".
+    """
+    key = "stedge_baseline_band"
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        (".pytest.ini", "pytest"),
+        ("pyproject.toml", None),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        path = folder / name
+        if not path.is_file():
+            continue
+        if section is None:
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+                continue
+            options = data.get("tool", {}).get("pytest", {}).get("ini_options")
+            if isinstance(options, dict):
+                value = options.get(key)
+                return str(value) if value is not None else "0"
+            continue
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path, encoding="utf-8")
+        except configparser.Error:
+            continue
+        if parser.has_section(section) or name in ("pytest.ini", ".pytest.ini"):
+            if parser.has_section(section):
+                return parser.get(section, key, fallback="0").strip() or "0"
+            return "0"
+    return "0"

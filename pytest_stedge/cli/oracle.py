@@ -1,0 +1,249 @@
+"""``stedge oracle``, ``stedge reference``, ``stedge metrics`` and ``stedge diverge``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Register this module's subcommands."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "oracle",
+        help="What a model needs: facts and activation memory, independent of the tool",
+        description="Facts (operators, quantized and float nodes, weights) and activation memory "
+        "as deployed (liveness lower bound, a checked offset plan, naive sum, peak tensors) of an "
+        "ONNX model. With --c-info, the tool's buffers side by side and the gap explained.",
+        epilog="examples:\n  stedge oracle model.onnx\n"
+        "  stedge oracle model.onnx --c-info st_ai_output/network_c_info.json\n"
+        "  stedge oracle model.onnx --json > oracle.json",
+        formatter_class=fmt,
+    )
+    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("--c-info", type=Path, help="the tool's network_c_info.json for this model")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument(
+        "--tensors", action="store_true", help="also list every buffer with its lifetime"
+    )
+    p.set_defaults(handler=_oracle)
+
+    p = subparsers.add_parser(
+        "reference",
+        help="Run onnxruntime on the tool's default validation stimulus",
+        description="Reference inference: 10 samples, seed 42, float inputs uniform in [0,1), "
+        "int8 inputs over their whole range then quantized (stedgeai's default). Saves "
+        "m_inputs_N and m_outputs_N like a *_val_io.npz.",
+        epilog="examples:\n  stedge reference model.onnx --out ref.npz\n"
+        "  stedge reference model.onnx --out ref.npz --samples 100 --seed 0",
+        formatter_class=fmt,
+    )
+    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("--out", type=Path, required=True, help="npz file to write")
+    p.add_argument("--samples", type=int, default=10, help="number of samples (default 10)")
+    p.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    p.set_defaults(handler=_reference)
+
+    p = subparsers.add_parser(
+        "metrics",
+        help="The tool's validation metrics between a reference and a prediction",
+        description="Per output: rmse, mae, l2r (over the prediction's norm), mean (reference "
+        "minus prediction), std (ddof 1), nse, cos, snr and acc for classifiers, with stedgeai's "
+        "definitions. int8 outputs are dequantized with --scale/--zero-point.",
+        epilog="examples:\n  stedge metrics network_val_io.npz --scale 0.000666 --zero-point -128\n"
+        "  stedge metrics ref.npz board_outputs.npy --json",
+        formatter_class=fmt,
+    )
+    p.add_argument("reference", type=Path, help="reference .npy/.npz/.csv, or a *_val_io.npz alone")
+    p.add_argument("prediction", type=Path, nargs="?", help="prediction .npy/.npz/.csv")
+    p.add_argument("--scale", type=float, help="dequantization scale of int8 outputs")
+    p.add_argument("--zero-point", type=int, default=0, help="dequantization zero point")
+    p.add_argument(
+        "--classifier",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="force or skip ACC (default: auto-detect)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(handler=_metrics)
+
+    p = subparsers.add_parser(
+        "diverge",
+        help="Name the first node whose output leaves the tolerance in a per-node dump",
+        description="Runs the reference with every intermediate tensor exposed on the dump's input "
+        "and compares, in execution order, each node output present in DUMP.npz (tensor or node "
+        "name -> array, as a per-layer board run gives).",
+        epilog="examples:\n  stedge diverge model.onnx layers.npz\n"
+        "  stedge diverge model.onnx layers.npz --min-cos 0.999 --max-l2r 0.05 --json",
+        formatter_class=fmt,
+    )
+    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("dump", type=Path, help="npz of per-node outputs (and the input)")
+    p.add_argument("--min-cos", type=float, default=0.99, help="tolerance on cos (default 0.99)")
+    p.add_argument("--max-l2r", type=float, help="tolerance on l2r (default: none)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(handler=_diverge)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _dump(value: Any) -> None:
+    print(json.dumps(_jsonable(value), indent=2))
+
+
+def _b(n: Any) -> str:
+    return "unknown" if n is None else f"{n:,} B"
+
+
+def _oracle(args: argparse.Namespace) -> int:
+    from pytest_stedge.oracle.memory import analyze_model
+
+    report = analyze_model(args.model, details=args.tensors)
+    if args.c_info:
+        from pytest_stedge.oracle.cinfo import explain_c_info
+
+        report["c_info"] = explain_c_info(report, args.c_info)
+    if args.json:
+        _dump(report)
+        return 0
+    print(f"model: {args.model}")
+    ops = ", ".join(
+        f"{k} {v}" for k, v in sorted(report["op_counts"].items(), key=lambda kv: -kv[1])
+    )
+    print(f"operators ({sum(report['op_counts'].values())}): {ops}")
+    if report["qdq"]:
+        print(
+            f"quantized nodes: {report['quantized_nodes']}; float nodes (software on the NPU): "
+            f"{len(report['float_nodes'])}"
+        )
+        for node in report["float_nodes"][:20]:
+            print(f"  float: {node['name']} ({node['op_type']})")
+        if len(report["float_nodes"]) > 20:
+            print(f"  ... and {len(report['float_nodes']) - 20} more")
+    print(f"parameters: {report['params']:,}; weights as deployed: {_b(report['weight_bytes'])}")
+    print(f"activation tensors: {report['tensors']} over {report['steps']} steps")
+    print(f"  lower bound (liveness): {_b(report['lower_bound_bytes'])}")
+    print(
+        f"  offset plan:            {_b(report['plan_bytes'])} ({report['plan_strategy']}, checked)"
+    )
+    print(f"  naive (no reuse):       {_b(report['naive_bytes'])}")
+    print(f"  peak at {report['peak_node']}: {', '.join(report['peak_tensors'])}")
+    if report["unresolved_tensors"]:
+        names = ", ".join(report["unresolved_tensors"][:10])
+        print(
+            f"  WARNING: {len(report['unresolved_tensors'])} tensor(s) with unresolved shapes are "
+            f"left out of the figures above: {names}"
+        )
+    for buf in report.get("buffers") or []:
+        print(
+            f"    {buf['name']}: {_b(buf['bytes'])} steps {buf['start']}-{buf['end']} @ {buf['offset']}"
+        )
+    explained = report.get("c_info")
+    if explained:
+        print(
+            f"\nc_info: {explained['c_info']} ({explained['pairing']['status']}: {explained['pairing']['detail']})"
+        )
+        for pool in explained["pools"]:
+            if pool["buffers"]:
+                where = "external" if pool["external"] else "internal"
+                print(
+                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness bound "
+                    f"{_b(pool['bound_bytes'])}, {pool['buffers']} buffers"
+                )
+        print(f"  tool's liveness bound over its buffers: {_b(explained['tool_bound_bytes'])}")
+        print(f"  reported activations {_b(explained['reported_bytes'])} =")
+        for part in explained["parts"]:
+            if part["bytes"] or part["kind"] in ("model", "tool_tensors"):
+                print(f"    {part['bytes']:+,} B  {part['kind']}: {part['words']}")
+        print(f"  {explained['summary']}")
+        if args.tensors:
+            print("  tool buffers (pool @ offset, bytes, epochs):")
+            for buf in explained["buffers"]:
+                kind = " scratch" if buf["scratch"] else (" float" if buf["float"] else "")
+                print(
+                    f"    {buf['name']}: {buf['pool']} @ {buf['offset']}, {_b(buf['bytes'])}, "
+                    f"epochs {buf['start']}-{buf['end']}{kind}"
+                )
+    return 0
+
+
+def _reference(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from pytest_stedge.oracle.reference import reference_outputs
+
+    result = reference_outputs(args.model, samples=args.samples, seed=args.seed)
+    arrays = {k: v for k, v in result.items() if k.startswith("m_")}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(args.out, **arrays)
+    for key, value in arrays.items():
+        print(f"{key}: {tuple(value.shape)} {value.dtype}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from pytest_stedge.oracle.metrics import compute_metrics, load_arrays, pair_outputs
+
+    reference = load_arrays(args.reference)
+    prediction = load_arrays(args.prediction) if args.prediction else None
+    where = f"{args.reference}" + (f" / {args.prediction}" if args.prediction else "")
+    rows = []
+    for name, ref, pred in pair_outputs(reference, prediction, where):
+        metrics = compute_metrics(
+            ref, pred, scale=args.scale, zero_point=args.zero_point, classifier=args.classifier
+        )
+        rows.append({"name": name, **metrics})
+    if args.json:
+        _dump(rows)
+        return 0
+    # The tool's own layout: 9 decimals for rmse/mae/l2r, 6 for the others.
+    widths = {"acc": ("{:>9.2f}%", 10), "rmse": ("{:>14.9f}", 14), "mae": ("{:>14.9f}", 14)}
+    widths.update({"l2r": ("{:>14.9f}", 14), "snr": ("{:>12.6f}", 12)})
+    keys = ["acc", "rmse", "mae", "l2r", "mean", "std", "nse", "cos", "snr"]
+    print(f"{'output':<16}" + "".join(f"{k:>{widths.get(k, ('', 11))[1]}}" for k in keys))
+    for row in rows:
+        cells = []
+        for key in keys:
+            pattern, width = widths.get(key, ("{:>11.6f}", 11))
+            value = row.get(key)
+            cells.append(f"{'n.a.':>{width}}" if value is None else pattern.format(value))
+        print(f"{row['name']:<16}" + "".join(cells))
+    return 0
+
+
+def _diverge(args: argparse.Namespace) -> int:
+    from pytest_stedge.oracle.divergence import diverge
+
+    result = diverge(args.model, args.dump, min_cos=args.min_cos, max_l2r=args.max_l2r)
+    if args.json:
+        _dump(result)
+        return 1 if result["first_divergent"] else 0
+    print(f"input: {result['input_source']}")
+    print(f"{'node':<40}{'op':<18}{'cos':>12}{'l2r':>12}")
+    for row in result["rows"]:
+        mark = "" if row["ok"] else "  <-- first divergent"
+        print(
+            f"{row['node'][:39]:<40}{row['op_type'][:17]:<18}{row['cos']:>12.6f}{row['l2r']:>12.6f}{mark}"
+        )
+    if result["unmatched"]:
+        print(
+            f"{len(result['unmatched'])} dump key(s) not in the model: {', '.join(result['unmatched'][:5])}"
+        )
+    first = result["first_divergent"]
+    if first:
+        print(f"first divergent node: {first['node']} ({first['op_type']}), cos {first['cos']:.6f}")
+        return 1
+    print(f"no node leaves the tolerance ({result['compared']} compared)")
+    return 0

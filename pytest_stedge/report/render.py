@@ -1,0 +1,188 @@
+"""HTML rendering: the Jinja2 environment, its filters, and the page entry points.
+
+Pages are rendered on the server into self-contained files (CSS inlined, charts as
+inline SVG, no network, no external fonts); a Content-Security-Policy in each page
+forbids any fetch and allows only the one small table-sorting script, by its hash.
+Every name that comes from models and case files is untrusted: autoescape is on and
+StrictUndefined turns a template typo into an error instead of an empty cell.
+
+Entry points::
+
+    render_run_report(store, run_id, path)       # reports/run-<id>.html
+    render_diff_page(report, store, path)        # reports/diff-<a>-<b>.html
+    render_dashboard(store, out_dir, bugs_dir=)  # reports/site/index.html and its pages
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from pytest_stedge.diff import DiffReport
+    from pytest_stedge.store.database import Store
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The one Jinja2 environment of pytest-stedge (filters registered here)."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("pytest_stedge.report"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        num=fmt_num,
+        metric=fmt_metric,
+        bytes_h=fmt_bytes,
+        delta=fmt_delta,
+        pct=fmt_pct,
+        kcls=kind_class,
+        krank=kind_rank,
+        secs=fmt_seconds,
+    )
+    from .charts import PALETTE
+
+    script = env.get_template("_sort.js.j2").render()
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    env.globals.update(palette=PALETTE, sort_script=Markup(script), script_hash=f"sha256-{digest}")
+    # The stylesheet is the same on every page: render it once.
+    env.globals["stylesheet"] = Markup(env.get_template("_style.html.j2").render())
+    return env
+
+
+def render(template: str, path: Path, **context: Any) -> Path:
+    """Render ``template`` with ``context`` into ``path`` (UTF-8), creating folders."""
+    env = environment()
+    html = env.get_template(template).render(
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context
+    )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+# -- filters ---------------------------------------------------------------------------
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_num(value: float | None) -> str:
+    """``1,234`` for whole numbers, 6 significant digits otherwise, ``—`` when unknown."""
+    if _missing(value):
+        return "—"
+    assert value is not None
+    if math.isinf(value):
+        return str(value)
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.6g}"
+
+
+def fmt_metric(value: float | None, unit: str = "") -> str:
+    """A value with its unit (``245,760 B``, ``12.5 dB``); ``—`` when unknown."""
+    text = fmt_num(value)
+    return f"{text} {unit}" if unit and not _missing(value) else text
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Bytes for people: ``240 KiB``, ``1.25 MiB``."""
+    if _missing(value):
+        return "—"
+    assert value is not None
+    for factor, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {unit}"
+    return f"{value:g} B"
+
+
+def fmt_delta(value: float | None, unit: str = "") -> str:
+    """A signed change with its unit: ``+8,192 B``, ``-2 epochs``."""
+    if _missing(value):
+        return "—"
+    assert value is not None
+    sign = "+" if value >= 0 else "-"
+    return sign + fmt_metric(abs(value), unit)
+
+
+def fmt_pct(value: float | None) -> str:
+    """A signed percentage, ``+3.1%``."""
+    if _missing(value):
+        return "—"
+    return f"{value:+.1f}%"
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Seconds with 2 decimals, ``—`` when unknown."""
+    return "—" if _missing(value) else f"{value:.2f} s"
+
+
+def kind_class(kind: str) -> str:
+    """CSS class of a change kind or status: ``k-newly-failing``."""
+    return "k-" + "-".join(str(kind).split())
+
+
+def kind_rank(kind: str) -> int:
+    """Severity of a change kind (0 = regressed), so kind columns sort by severity."""
+    from pytest_stedge.diff import KIND_ORDER
+
+    order = [k.value for k in KIND_ORDER]
+    return order.index(kind) if kind in order else len(order)
+
+
+# -- entry points ----------------------------------------------------------------------
+
+
+def render_run_report(store: Store, run_id: int, path: Path) -> Path:
+    """Write the report of one run: cases, outcomes, metrics with their expectations,
+    the oracle's lower bound beside the tool's activations, epochs, findings, failures
+    and the tool's diagnostics.
+
+    :returns: ``path``.
+    :raises StoreError: no such run.
+    """
+    from .data import build_run_page
+
+    page = build_run_page(store, run_id)
+    return render("run.html.j2", path, page=page, title=f"Run {run_id}", root="")
+
+
+def render_diff_page(report: DiffReport, store: Store, path: Path) -> Path:
+    """Write the page of a diff between two toolchain versions.
+
+    :returns: ``path``.
+    """
+    from .diff import build_diff_page
+
+    page = build_diff_page(report, store)
+    return render(
+        "diff.html.j2", path, page=page, title=f"{report.base} → {report.head}", root=""
+    )
+
+
+def render_dashboard(store: Store, out_dir: Path, *, bugs_dir: Path | None) -> Path:
+    """Write the known-bug dashboard (a static site) under ``out_dir``.
+
+    :param bugs_dir: the known-bug registry (``corpus/bugs``); None: bugs are known only
+        by the ids of stored findings.
+    :returns: the index page.
+    """
+    from .site import write_site
+
+    return write_site(store, Path(out_dir), bugs_dir=bugs_dir)
