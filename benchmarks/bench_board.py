@@ -25,11 +25,9 @@ import numpy as np
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from pytest_stedge.board.specs import (  # noqa: E402
-    BoardClient,
-    BoardTimeoutError,
-    Timeouts,
-)
+from pytest_stedge.board.client import BoardClient  # noqa: E402
+from pytest_stedge.board.errors import BoardTimeoutError  # noqa: E402
+from pytest_stedge.board.messages import Timeouts  # noqa: E402
 
 
 def chain_model(path: Path, megabytes: float, width: int = 16384) -> tuple[Path, int]:

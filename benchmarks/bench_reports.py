@@ -23,7 +23,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from pytest_stedge.diff import ChangeKind, DiffReport, MetricChange, diff_store
-from pytest_stedge.report.render import render_dashboard, render_diff_page
+from pytest_stedge.report import render_dashboard, render_diff_page
 from pytest_stedge.result import METRICS, flat_metrics, new_result
 from pytest_stedge.store.database import ItemRow, Store
 

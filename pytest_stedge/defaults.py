@@ -41,6 +41,6 @@ def pytest_stedge_run_stage(
 @pytest.hookimpl(trylast=True)
 def pytest_stedge_write_report(config: pytest.Config, store: Store, run_id: int, path: Path) -> Path:
     """Render the HTML run report."""
-    from .report.render import render_run_report
+    from .report import render_run_report
 
     return render_run_report(store, run_id, path)

@@ -402,20 +402,6 @@ def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[bool, s
     return (not reasons, ", ".join(reasons))
 
 
-# -- terminal listing -------------------------------------------------------------------
-
-
-def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
-    """The terminal listing: per case, changed metrics with old, new, delta and kind.
-
-    Cases with regressions come first; within a case, regressions first. Unchanged
-    metrics are counted, not listed (unless ``show_unchanged``).
-    """
-    from .report.table import format_table as _format_table
-
-    return _format_table(report, show_unchanged=show_unchanged)
-
-
 def changes_for(report: DiffReport, kinds: Iterable[ChangeKind]) -> list[MetricChange]:
     """The changes of the given kinds, in listing order."""
     wanted = set(kinds)

@@ -39,7 +39,7 @@ class CaseFile(pytest.File):
         try:
             cases = load_cases(self.path)
             for case in cases:
-                state.check_bugs(case)
+                state.bugs.check(case)
         except CaseError as exc:
             raise self.CollectError(str(exc)) from None
         variants = len(cases) > 1 or cases[0].variant is not None
@@ -52,7 +52,7 @@ class CaseFile(pytest.File):
                     version=None,
                 )
             for stage in case.stages:
-                if stage == "validate-target" and not state.boards:
+                if stage == "validate-target" and not state.settings.boards:
                     continue
                 for version in state.item_versions():
                     param = f"{prefix}-{version}" if prefix else version
@@ -97,7 +97,7 @@ class StedgeItem(pytest.Item):
                 "description": self.case.description,
             },
         )
-        row.model_sha256 = state.model_sha256(self.case)
+        row.model_sha256 = state.models.sha256(self.case)
         row.options_hash = self.case.options_hash()
         if self.stage == "oracle":
             result = self._run_oracle(state)
@@ -112,7 +112,7 @@ class StedgeItem(pytest.Item):
 
     def _judge(self, state: StedgeState, row: ItemRow, result: Result, metrics: dict[str, float]) -> None:
         """Expectations, baseline and known bugs decide the outcome."""
-        registry = state.registry(self.case)
+        registry = state.bugs.registry(self.case)
         verdict = judge(
             case=self.case,
             stage=self.stage,
@@ -120,23 +120,23 @@ class StedgeItem(pytest.Item):
             result=result,
             metrics=metrics,
             model_sha256=row.model_sha256,
-            baseline=state.baseline_for(self.case.name, self.stage, self.version),
-            default_band=state.default_band,
-            strict_baseline=state.strict_baseline,
+            baseline=state.baselines.for_item(self.case.name, self.stage, self.version),
+            default_band=state.baselines.default_band,
+            strict_baseline=state.baselines.strict,
             registry=registry,
         )
         row.findings = verdict.findings
         row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
         if self.version is not None:
-            state.remember(self.case.name, self.stage, self.version, row)
+            state.baselines.remember(self.case.name, self.stage, self.version, row)
         if verdict.failed:
             bug = explaining_bug(registry, verdict, self.version)
             title = f"{self.case.name} {self.name}"
-            message = failure_message(title, verdict, update_hint=not state.update)
+            message = failure_message(title, verdict, update_hint=not state.settings.update)
             if bug is not None and self.version is not None:
                 # a known bug is not a new normal: --stedge-update leaves it alone
                 xfail_known_bug(bug, self.version, message.splitlines()[0])
-            if state.update:
+            if state.settings.update:
                 row.update = {
                     "path": str(self.case.path),
                     "variant": self.case.variant,
@@ -155,7 +155,7 @@ class StedgeItem(pytest.Item):
 
     def _run_oracle(self, state: StedgeState) -> Result:
         try:
-            report = state.oracle_report(self.case)
+            report = state.models.oracle_report(self.case)
         except OracleError as exc:
             assert self._row is not None
             self._row.result = new_result("oracle", diagnostics=[_diag("OracleError", str(exc))])
@@ -170,10 +170,10 @@ class StedgeItem(pytest.Item):
 
     def _run_toolchain(self, state: StedgeState, row: ItemRow) -> Result:
         assert self.version is not None
-        recording = state.recording(self.version, self.case.name, self.stage)
-        install = state.install(self.version)
+        recording = state.toolchains.recording(self.version, self.case.name, self.stage)
+        install = state.toolchains.install(self.version)
         if install is None and recording is None:
-            pytest.skip(state.missing_reason(self.version, self.case.name))
+            pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
         if install is None:
             assert recording is not None
             result: Result = recording["result"]
@@ -187,7 +187,7 @@ class StedgeItem(pytest.Item):
                     )
                 )
         else:
-            workdir = state.item_workdir(self.case, self.stage, self.version)
+            workdir = state.work.item_dir(self.case, self.stage, self.version)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(
                     config=self.config,
@@ -195,8 +195,8 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     install=install,
                     workdir=workdir,
-                    timeout=state.timeout(self.case),
-                    board_desc=state.board_desc(),
+                    timeout=state.settings.timeout(self.case),
+                    board_desc=state.settings.board_desc(),
                 )
             except ToolchainError as exc:
                 from .parsers import extract_diagnostics
@@ -225,7 +225,7 @@ class StedgeItem(pytest.Item):
         if not self.case.oracle:
             return
         try:
-            report = state.oracle_report(self.case)
+            report = state.models.oracle_report(self.case)
         except OracleError as exc:
             result.setdefault("diagnostics", []).append(
                 _diag("OracleError", str(exc), level="warning")

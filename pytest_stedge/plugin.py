@@ -47,8 +47,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_stedge import defaults
+    from pytest_stedge.state import controller_setup_key
 
     config.pluginmanager.register(defaults, "stedge-defaults")
+    config.stash[controller_setup_key] = _setup_controller
     if os.environ.get("STEDGE_TRACE_HOOKS"):
         _trace_hooks(config)
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
@@ -74,6 +76,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from .state import get_state
 
         get_state(config)  # discovery, store and version checks fail here, before any run
+
+
+def _setup_controller(config: pytest.Config, state: Any) -> None:
+    # The controller's set-up opens the store (DuckDB): imported only when a session runs.
+    from .session import setup_controller
+
+    setup_controller(config, state)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

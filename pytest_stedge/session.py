@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from .errors import StoreError
-from .state import WORKERINPUT_KEY, StedgeState, get_state
+from .state import WORKERINPUT_KEY, StedgeState
 from .store.database import DEFAULT_PATH, Store
 from .store.rows import ItemRow
 
@@ -58,16 +58,16 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
             controller.open_store()
             assert controller.store is not None
             recordings = controller.store.recordings()
-            if state.baseline:
-                baseline_rows = controller.store.metric_rows(versions=[state.baseline])
+            if state.baselines.version:
+                baseline_rows = controller.store.metric_rows(versions=[state.baselines.version])
                 stored_versions = controller.store.versions()
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.setup(discovery, recordings, controller.run_id)
-    if state.baseline and not config.option.collectonly:
+    if state.baselines.version and not config.option.collectonly:
         _load_baseline(state, baseline_rows, stored_versions, controller.path)
     if controller.store is not None and controller.run_id is not None:
-        controller.store.set_run_versions(controller.run_id, state.versions)
+        controller.store.set_run_versions(controller.run_id, state.toolchains.versions)
 
 
 def _load_baseline(
@@ -76,24 +76,24 @@ def _load_baseline(
     from .diff import BandError, parse_band
     from .gate import Baseline
 
-    assert state.baseline is not None
+    assert state.baselines.version is not None
     try:
-        parse_band(state.default_band)
+        parse_band(state.baselines.default_band)
     except BandError as exc:
         raise pytest.UsageError(f"ini stedge_baseline_band: {exc}") from None
-    if not rows and not state.baseline_in_session():
+    if not rows and not state.baselines.in_session(state.toolchains.versions):
         raise pytest.UsageError(
-            f"--stedge-baseline {state.baseline}: the store {path} has no results of "
-            f"{state.baseline}; versions with stored results: {', '.join(stored) or 'none'}. "
-            f"Run it first (pytest corpus --stedge-version {state.baseline}), or add "
-            f"--stedge-version {state.baseline} to run it in this session."
+            f"--stedge-baseline {state.baselines.version}: the store {path} has no results of "
+            f"{state.baselines.version}; versions with stored results: {', '.join(stored) or 'none'}. "
+            f"Run it first (pytest corpus --stedge-version {state.baselines.version}), or add "
+            f"--stedge-version {state.baselines.version} to run it in this session."
         )
     for row in rows:
         key = (row["case_name"], row["stage"])
-        base = state.stored_baseline.get(key)
+        base = state.baselines.stored.get(key)
         if base is None:
-            base = state.stored_baseline[key] = Baseline(
-                version=state.baseline,
+            base = state.baselines.stored[key] = Baseline(
+                version=state.baselines.version,
                 metrics={},
                 model_sha256=row["model_sha256"],
                 options_hash=row["options_hash"],
@@ -132,7 +132,7 @@ class StedgeController:
         self.store = Store.open(self.path, wait_s=wait)
         self.run_id = self.store.begin_run(
             argv=sys.argv,
-            versions=self.state.requested,
+            versions=self.state.toolchains.requested,
             baseline=_option(self.config, "stedge_baseline"),
         )
 
@@ -289,9 +289,10 @@ class StedgeController:
 
     def _write_changes(self, write: Any) -> None:
         """Per case, the metrics that moved against the baseline, regressions first."""
-        from .diff import ChangeKind, DiffReport, MetricChange, format_table
+        from .diff import ChangeKind, DiffReport, MetricChange
+        from .report.table import format_table
 
-        baseline = self.state.baseline
+        baseline = self.state.baselines.version
         for version, changes in sorted(self.summary.changes.items()):
             report = DiffReport(
                 base=str(baseline),
@@ -324,4 +325,4 @@ def _option(config: pytest.Config, name: str) -> Any:
         return None
 
 
-__all__ = ["StedgeController", "get_state", "setup_controller", "store_path"]
+__all__ = ["StedgeController", "setup_controller", "store_path"]

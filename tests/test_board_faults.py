@@ -10,10 +10,9 @@ import pytest
 import serial
 from test_board_sim import NODES, make_model, reference
 
-from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
-from pytest_stedge.board.specs import (
+from pytest_stedge.board.client import BoardClient
+from pytest_stedge.board.errors import (
     BoardBusyError,
-    BoardClient,
     BoardDisconnectedError,
     BoardNetworkMismatchError,
     BoardNotFoundError,
@@ -21,8 +20,9 @@ from pytest_stedge.board.specs import (
     BoardProtocolError,
     BoardProtocolVersionError,
     BoardTimeoutError,
-    Timeouts,
 )
+from pytest_stedge.board.messages import Timeouts
+from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
 
 FAST = Timeouts(sync=0.3, info=1.0, run_ack=1.0, input_ack=1.0, op=0.5, packet_sync=1.0)
 

@@ -15,6 +15,15 @@ from conftest import SIMPLE_CASE, CorpusFactory
 from test_board_workflow import NODES, named_model
 
 from pytest_stedge.board import plugin as board_plugin
+from pytest_stedge.board import specs as board
+from pytest_stedge.board.errors import (
+    BoardBusyError,
+    BoardDisconnectedError,
+    BoardNetworkMismatchError,
+    BoardNotValidationFirmwareError,
+    BoardProtocolVersionError,
+    BoardTimeoutError,
+)
 from pytest_stedge.board.lock import acquire_board, lock_key
 from pytest_stedge.board.plugin import (
     BoardLoaderError,
@@ -29,17 +38,7 @@ from pytest_stedge.board.plugin import (
     write_n6_loader_config,
 )
 from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
-from pytest_stedge.board.specs import (
-    BoardBusyError,
-    BoardDisconnectedError,
-    BoardNetworkMismatchError,
-    BoardNotValidationFirmwareError,
-    BoardProtocolVersionError,
-    BoardTimeoutError,
-    PortInfo,
-    parse_board_spec,
-)
-from pytest_stedge.board import specs as board
+from pytest_stedge.board.specs import PortInfo, parse_board_spec
 from pytest_stedge.corpus import Case, load_cases
 
 PROJECT = Path(__file__).resolve().parents[1]

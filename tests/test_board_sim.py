@@ -10,14 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_stedge.board.client import BoardClient
+from pytest_stedge.board.errors import BoardNotValidationFirmwareError, BoardRequestError
+from pytest_stedge.board.messages import Timeouts
 from pytest_stedge.board.sim.simulator import BoardSimulator, check_loopback, model_signature
-from pytest_stedge.board.specs import (
-    BoardClient,
-    BoardError,
-    BoardNotValidationFirmwareError,
-    BoardRequestError,
-    Timeouts,
-)
+from pytest_stedge.board.specs import BoardError
 
 FAST = Timeouts(sync=0.3, info=1.0, run_ack=1.0, input_ack=1.0, op=1.0, packet_sync=1.0)
 NODES = ["cast", "add", "matmul", "relu", "softmax", "argmax"]

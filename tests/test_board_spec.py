@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from pytest_stedge.board.errors import BoardNotFoundError
 from pytest_stedge.board.specs import (
-    BoardNotFoundError,
     BoardSpec,
     PortInfo,
     choose_auto_port,

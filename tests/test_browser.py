@@ -18,7 +18,7 @@ import pytest
 from test_html_reports import build_store
 
 from pytest_stedge.diff import diff_store
-from pytest_stedge.report.render import render_dashboard, render_diff_page, render_run_report
+from pytest_stedge.report import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.store.database import Store
 
 PROJECT = Path(__file__).resolve().parents[1]

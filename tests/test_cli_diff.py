@@ -193,27 +193,9 @@ def test_newly_failing_expectation_from_the_corpus(
     assert "newly failing" in out
 
 
-def test_html_unavailable_or_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-
-    db = fill(tmp_path / "r.duckdb", BASE_METRICS)
-    # an install without the HTML module: a usage error that says so
-    monkeypatch.setitem(sys.modules, "pytest_stedge.report.render", None)
-    status, _, err = run(
-        ["diff", "3.0.0", "4.0.1", "--db", str(db), "--html", str(tmp_path / "d.html")], capsys
-    )
-    assert status == 2 and "HTML rendering is unavailable" in err
-
-
 def test_html_page_written_when_available(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("pytest_stedge.report.render")
-    from pytest_stedge.report import render as html
-    if not hasattr(html, "render_diff_page"):
-        pytest.skip("pytest_stedge.report.render has no render_diff_page yet")
     db = fill(tmp_path / "r.duckdb", {**BASE_METRICS, "epochs_sw": 2.0})
     page = tmp_path / "d.html"
     status, out, err = run(

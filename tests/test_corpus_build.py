@@ -8,13 +8,13 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pytest_stedge.cli import main as cli
 from pytest_stedge.cli.corpus_build import (
     CorpusBuildError,
     build_corpus,
     compare_models,
     load_recipes,
 )
-from pytest_stedge.cli import main as cli
 from pytest_stedge.corpus import iter_case_files, load_cases
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -12,10 +12,10 @@ from pytest_stedge.diff import (
     classify,
     compare_results,
     diff_store,
-    format_table,
     parse_band,
 )
 from pytest_stedge.errors import StedgeError, StoreError
+from pytest_stedge.report.table import format_table
 from pytest_stedge.store.database import ItemRow, Store
 
 EXACT = parse_band("0")

@@ -11,7 +11,7 @@ from test_html_reports import Page
 
 from pytest_stedge.report import board as report_board
 from pytest_stedge.report.board import board_view
-from pytest_stedge.report.render import render_run_report
+from pytest_stedge.report import render_run_report
 from pytest_stedge.result import flat_metrics, new_result
 from pytest_stedge.store.database import ItemRow, Store
 

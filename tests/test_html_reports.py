@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from pytest_stedge.diff import diff_store
-from pytest_stedge.report.render import render_dashboard, render_diff_page, render_run_report
+from pytest_stedge.report import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.result import flat_metrics, new_result
 from pytest_stedge.store.database import ItemRow, Store
 

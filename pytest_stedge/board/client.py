@@ -14,9 +14,8 @@ from pytest_stedge.errors import BoardError
 
 from . import protocol as bp
 from . import tensors as bt
-from .specs import (
+from .errors import (
     FLASH_HINT,
-    MODES,
     BoardCommunicationError,
     BoardDisconnectedError,
     BoardNetworkMismatchError,
@@ -24,8 +23,10 @@ from .specs import (
     BoardProtocolError,
     BoardProtocolVersionError,
     BoardRequestError,
-    BoardSpec,
     BoardTimeoutError,
+)
+from .messages import (
+    MODES,
     NetworkInfo,
     NodeResult,
     RunOutput,
@@ -33,10 +34,8 @@ from .specs import (
     SystemInfo,
     Timeouts,
     input_bytes,
-    open_port,
-    parse_board_spec,
-    resolve_board_spec,
 )
+from .specs import BoardSpec, open_port, parse_board_spec, resolve_board_spec
 
 _READ_POLL = 0.1  # pyserial read timeout: the longest we block before re-checking a limit
 

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .specs import BoardBusyError, BoardSpec
+from .errors import BoardBusyError
+from .specs import BoardSpec
 
 if TYPE_CHECKING:
     import pytest

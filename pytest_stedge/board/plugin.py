@@ -26,8 +26,7 @@ import pytest
 
 from pytest_stedge.errors import BoardError, OracleError, ToolchainError
 
-from .lock import acquire_board, lock_dir
-from .specs import (
+from .errors import (
     BoardBusyError,
     BoardCommunicationError,
     BoardDisconnectedError,
@@ -35,11 +34,10 @@ from .specs import (
     BoardNotFoundError,
     BoardNotValidationFirmwareError,
     BoardProtocolVersionError,
-    BoardSpec,
     BoardTimeoutError,
-    parse_board_spec,
-    resolve_board_spec,
 )
+from .lock import acquire_board, lock_dir
+from .specs import BoardSpec, parse_board_spec, resolve_board_spec
 
 if TYPE_CHECKING:
     from pytest_stedge.corpus import Case
@@ -85,7 +83,7 @@ def pytest_stedge_load_board(
     from pytest_stedge.state import get_state
 
     spec = parse_board_spec(board)
-    timeout = get_state(config).timeout(case)  # flashing counts as part of the stage
+    timeout = get_state(config).settings.timeout(case)  # flashing counts as part of the stage
     command = str(config.getini("stedge_board_loader") or "").strip()
     if command:
         argv = loader_argv(command, case=case, workdir=workdir, spec=spec)

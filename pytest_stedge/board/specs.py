@@ -1,86 +1,31 @@
-"""STM32 boards running ST's validation firmware: port specs, discovery, and a native client.
+"""Where a board is: ``--stedge-board`` specs, port discovery (ST-LINK first), opening the
+link (a serial port, a pseudo-terminal, or a ``socket://`` URL: a TCP relay or the
+simulator of :mod:`pytest_stedge.board.sim`).
 
-The client speaks the aiValidation protocol (``../shared/board-protocol.md``) over pyserial:
-a serial port, a pseudo-terminal, or a ``socket://`` URL (a TCP relay or the simulator of
-:mod:`pytest_stedge.board.sim.simulator`). Wire details live in :mod:`pytest_stedge.board.protocol`.
+The client that talks over the link is :class:`pytest_stedge.board.client.BoardClient`::
 
     with BoardClient(parse_board_spec("serial:/dev/ttyACM0:921600")) as board:
         print(board.network_info().name)
-        out = board.run({"input": x}, mode="per-layer-data")
 """
 
 from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pytest_stedge.errors import BoardError
 
-from . import protocol as bp
-from . import tensors as bt
-
-if TYPE_CHECKING:
-    from .client import BoardClient
+from .errors import BoardBusyError, BoardNotFoundError
 
 DEFAULT_BAUD = 921600  # the N6 validation firmware's rate; ST's host assumes 115200
 SPEC_FORMS = ("serial[:PORT][:BAUD] (e.g. serial:/dev/ttyACM0:921600, serial:COM7, "
               "serial:921600), auto, or socket://HOST:PORT")
-FLASH_HINT = ("flash it with ST's validation firmware: `stedgeai generate` for the model, then "
-              "the install's loader (STM32N6: scripts/N6_scripts/n6_loader.py, which pytest "
-              "runs in the validate-target loader step) or STM32CubeProgrammer")
 STLINK_PIDS = {0x3744, 0x3748, 0x374B, 0x374D, 0x374E, 0x374F, 0x3752, 0x3753, 0x3754, 0x3757}
 ST_VID = 0x0483
 
-
-# --- errors ---------------------------------------------------------------------------
-class BoardNotFoundError(BoardError):
-    """No such port, no port at all, or nothing listening at a socket URL."""
-
-
-class BoardBusyError(BoardError):
-    """The port is held by another program (a terminal, STM32CubeIDE, another test)."""
-
-
-class BoardNotValidationFirmwareError(BoardError):
-    """Something answered, but not the validation firmware's sync."""
-
-
-class BoardProtocolVersionError(BoardError):
-    """The firmware speaks a message version this client does not know."""
-
-
-class BoardNetworkMismatchError(BoardError):
-    """The board holds another network than the one the case expects."""
-
-
-class BoardRequestError(BoardError):
-    """The board refused a request (``S_ERROR``), e.g. wrong input size or unknown model."""
-
-
-class BoardCommunicationError(BoardError):
-    """The link broke mid-transaction; ``partial`` holds what arrived before (run only)."""
-
-    partial: RunOutput | None = None
-
-
-class BoardTimeoutError(BoardCommunicationError):
-    """The board went silent longer than the phase's time limit."""
-
-
-class BoardDisconnectedError(BoardCommunicationError):
-    """The port or socket closed under us (cable pulled, board reset, relay died)."""
-
-
-class BoardProtocolError(BoardCommunicationError):
-    """Bytes that are not the protocol: garbage, wrong framing, wrong request id."""
-
-
-# --- port specs -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class BoardSpec:
     """A parsed ``--stedge-board`` value. ``port=None`` means auto-discovery."""
@@ -232,178 +177,3 @@ def open_port(spec: BoardSpec, *, read_timeout: float = 0.1, write_timeout: floa
                 f"cannot open serial port {url!r} ({text}); `stedge boards` lists the "
                 "ports present, or use --stedge-board auto") from exc
     raise AssertionError("unreachable")
-
-
-# --- results --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SyncInfo:
-    """The answer to CMD_SYNC: protocol version, capabilities, runtime."""
-
-    version: str
-    version_word: int
-    capability: int
-    rtid: int
-
-    @property
-    def capabilities(self) -> list[str]:
-        """Names of the capability bits that are set."""
-        return [n for bit, n in bp.CAP_NAMES.items() if self.capability & bit]
-
-    @property
-    def runtime(self) -> str:
-        """Runtime name from the rtid word."""
-        return bp.RUNTIME_NAMES.get(self.rtid & 0xFF, f"runtime {self.rtid & 0xFF}")
-
-
-@dataclass(frozen=True)
-class SystemInfo:
-    """The answer to CMD_SYS_INFO."""
-
-    devid: int
-    sclock_hz: int
-    hclock_hz: int
-    cache: int
-    com_param: int = 0
-    extra: tuple[int, ...] = ()
-
-    @property
-    def device(self) -> str:
-        """Human name of the MCU device id."""
-        names = {0x486: "STM32N6", 0x450: "STM32H74x/75x", 0x480: "STM32H7Ax/7Bx",
-                 0x483: "STM32H72x/73x", 0x482: "STM32U575/585", 0x481: "STM32U59x/5Ax"}
-        return names.get(self.devid, f"device 0x{self.devid:03X}")
-
-
-@dataclass(frozen=True)
-class NetworkInfo:
-    """The answer to CMD_NETWORK_INFO: what network the firmware holds."""
-
-    name: str
-    signature: str
-    compile_datetime: str
-    runtime_version: str
-    tool_version: str
-    macc: int | None
-    n_nodes: int
-    inputs: tuple[bt.TensorDesc, ...]
-    outputs: tuple[bt.TensorDesc, ...]
-    activations_bytes: int | None
-    params_bytes: int | None
-    runtime_desc: str
-    rtid: int
-
-    @classmethod
-    def from_msg(cls, msg: Mapping[str, Any]) -> NetworkInfo:
-        """Build from a decoded ``aiModelInfoMsg``; rtid b31..b24 flag unknown sizes."""
-        missing = msg["rtid"] >> 24
-
-        def pool(descs: Sequence[Mapping[str, Any]], bit: int) -> int | None:
-            return None if missing & bit else sum(int(d["size"]) for d in descs)
-
-        def ver(w: int) -> str:
-            return f"{w >> 24}.{(w >> 16) & 0xFF}.{(w >> 8) & 0xFF}"
-
-        return cls(
-            name=msg["name"], signature=msg["signature"],
-            compile_datetime=msg["compile_datetime"],
-            runtime_version=ver(msg["runtime_version"]), tool_version=ver(msg["tool_version"]),
-            macc=None if missing & 4 else int(msg["n_macc"]), n_nodes=msg["n_nodes"],
-            inputs=tuple(bt.TensorDesc.from_msg(d) for d in msg["inputs"]),
-            outputs=tuple(bt.TensorDesc.from_msg(d) for d in msg["outputs"]),
-            activations_bytes=pool(msg["activations"], 1), params_bytes=pool(msg["params"], 2),
-            runtime_desc=msg["runtime_desc"], rtid=msg["rtid"])
-
-
-@dataclass
-class NodeResult:
-    """One executed node (an epoch block on the N6): timing, counters, its tensors."""
-
-    name: str
-    type: int
-    id: int
-    duration_ms: float
-    counters: list[int]
-    tensors: dict[str, np.ndarray] = field(default_factory=dict)
-    descs: dict[str, bt.TensorDesc] = field(default_factory=dict)
-
-
-@dataclass
-class RunOutput:
-    """One inference: outputs by name, per-node reports (per-layer modes), total time."""
-
-    outputs: dict[str, np.ndarray] = field(default_factory=dict)
-    nodes: list[NodeResult] = field(default_factory=list)
-    duration_ms: float | None = None
-    counters: list[int] = field(default_factory=list)
-    output_descs: dict[str, bt.TensorDesc] = field(default_factory=dict)
-    logs: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        """One line saying what arrived, for error messages."""
-        last = f" (last: {self.nodes[-1].name!r})" if self.nodes else ""
-        total = "model report received" if self.duration_ms is not None else "no model report"
-        return f"{len(self.nodes)} node report(s){last}, {total}, {len(self.outputs)} output(s)"
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Silence limits per phase, in seconds (ST's host values by default)."""
-
-    sync: float = 0.5
-    info: float = 5.0
-    run_ack: float = 1.0
-    input_ack: float = 10.0
-    op: float = 50.0
-    packet_sync: float = 5.0
-
-
-def input_bytes(info: NetworkInfo,
-                inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[bytes]:
-    """Input arrays (by name or in order) as the bytes the board expects; raises
-    :class:`BoardError` naming the input on a wrong count, dtype or size."""
-    if isinstance(inputs, Mapping):
-        missing = [d.name for d in info.inputs if d.name not in inputs]
-        if missing and len(inputs) == len(info.inputs):
-            ordered = list(inputs.values())  # names differ (e.g. board-side names)
-        elif missing:
-            raise BoardError(f"inputs {missing} missing; the board's network "
-                             f"{info.name!r} takes {[d.name for d in info.inputs]}")
-        else:
-            ordered = [inputs[d.name] for d in info.inputs]
-    else:
-        ordered = list(inputs)
-    if len(ordered) != len(info.inputs):
-        raise BoardError(f"{len(ordered)} input(s) given, network {info.name!r} takes "
-                         f"{len(info.inputs)}")
-    out = []
-    for arr, desc in zip(ordered, info.inputs):
-        a = np.asarray(arr)
-        if a.dtype != desc.dtype:
-            raise BoardError(f"input {desc.name!r}: dtype {a.dtype}, the board expects "
-                             f"{desc.dtype} (scale {desc.scale:g}, zero point "
-                             f"{desc.zero_point}); convert or quantise it first")
-        if a.size * a.itemsize != desc.nbytes:
-            raise BoardError(f"input {desc.name!r}: shape {list(a.shape)}, the board "
-                             f"expects {list(desc.shape)}")
-        out.append(np.ascontiguousarray(a, dtype=desc.dtype.newbyteorder("<")).tobytes())
-    return out
-
-
-MODES = {"io": bp.RUN_IO_ONLY,
-         "per-layer": bp.RUN_IO_ONLY | bp.RUN_PER_LAYER,
-         "per-layer-data": bp.RUN_IO_ONLY | bp.RUN_PER_LAYER | bp.RUN_PER_LAYER_WITH_DATA}
-
-
-def __getattr__(name: str) -> Any:
-    # The client lives in board_client.py (it needs the types above); exposed here lazily.
-    if name == "BoardClient":
-        from .client import BoardClient
-
-        return BoardClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-__all__ = [
-    "BoardClient", "BoardSpec", "PortInfo", "RunOutput", "NodeResult", "NetworkInfo",
-    "SyncInfo", "SystemInfo", "Timeouts", "parse_board_spec", "list_ports", "choose_auto_port",
-    "open_port", "input_bytes", "resolve_board_spec",
-]

@@ -76,7 +76,9 @@ def _client(spec: BoardSpec | str, *, baud: int | None, header_bytes: int,
             timeout: float) -> Any:
     from dataclasses import replace
 
-    from pytest_stedge.board.specs import BoardClient, Timeouts, parse_board_spec
+    from pytest_stedge.board.client import BoardClient
+    from pytest_stedge.board.messages import Timeouts
+    from pytest_stedge.board.specs import parse_board_spec
 
     if isinstance(spec, str):
         spec = parse_board_spec(spec)

@@ -63,7 +63,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_diff(args: argparse.Namespace) -> int:
     """Handler of ``stedge diff``; returns the exit status."""
-    from pytest_stedge.diff import diff_store, format_table, parse_band
+    from pytest_stedge.diff import diff_store, parse_band
+    from pytest_stedge.report.table import format_table
     from pytest_stedge.store.database import Store
 
     from .store import db_path
@@ -74,13 +75,8 @@ def run_diff(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases)
         if args.html:
-            try:
-                from pytest_stedge.report.render import render_diff_page
-            except ImportError:
-                print(
-                    "stedge: error: HTML rendering is unavailable in this install", file=sys.stderr
-                )
-                return 2
+            from pytest_stedge.report import render_diff_page
+
             page = render_diff_page(report, store, Path(args.html))
             print(f"wrote {page}", file=sys.stderr)
     if args.json:

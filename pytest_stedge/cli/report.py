@@ -74,7 +74,7 @@ def _run_id(store: Any, text: str) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pytest_stedge.report.render import render_run_report
+    from pytest_stedge.report import render_run_report
     from pytest_stedge.store.database import Store
 
     from .store import db_path
@@ -88,7 +88,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _dashboard(args: argparse.Namespace) -> int:
-    from pytest_stedge.report.render import render_dashboard
+    from pytest_stedge.report import render_dashboard
     from pytest_stedge.store.database import Store
 
     from .store import db_path

@@ -5,6 +5,10 @@ Public entry points (heavy modules load lazily):
 - :func:`analyze_model` (``memory``): facts and activation memory of an ONNX model;
 - :func:`explain_c_info` (``cinfo``): the tool's ``c_info.json`` buffers side by side;
 - ``metrics.compute_metrics`` and ``stimulus.default_stimulus``.
+
+Owns everything computed from the model alone, independently of the tool. May import
+``errors`` and ``parsers`` (to read a c_info it explains); the pytest flow, the board
+stage and the CLI import it. onnx, onnxruntime and numpy load inside the functions.
 """
 
 from __future__ import annotations

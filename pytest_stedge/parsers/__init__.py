@@ -8,6 +8,10 @@ Public API (stable; the toolchain runner and ``stedge ingest`` use it)::
     extract_diagnostics(text)    # E<nnn>(Kind) / INTERNAL ERROR / TOOL ERROR lines -> diagnostics
 
 Every failure to read is a :class:`pytest_stedge.errors.ReportParseError` naming the file.
+
+Owns reading what the tool wrote (one module per format) into the Result; may import
+``errors`` and ``result`` only, so the runner, ``stedge ingest`` and the oracle's c_info
+explanation can all use it. numpy loads only for ``.npz``/``.npy`` files.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HTML rendering: the Jinja2 environment, its filters, and the page entry points.
+"""HTML rendering: the Jinja2 environment, its filters, and :func:`render`.
 
 Pages are rendered on the server into self-contained files (CSS inlined, charts as
 inline SVG, no network, no external fonts); a Content-Security-Policy in each page
@@ -6,11 +6,7 @@ forbids any fetch and allows only the one small table-sorting script, by its has
 Every name that comes from models and case files is untrusted: autoescape is on and
 StrictUndefined turns a template typo into an error instead of an empty cell.
 
-Entry points::
-
-    render_run_report(store, run_id, path)       # reports/run-<id>.html
-    render_diff_page(report, store, path)        # reports/diff-<a>-<b>.html
-    render_dashboard(store, out_dir, bugs_dir=)  # reports/site/index.html and its pages
+The pages themselves are written by :mod:`pytest_stedge.report` (its entry points).
 """
 
 from __future__ import annotations
@@ -28,8 +24,6 @@ from markupsafe import Markup
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-    from pytest_stedge.diff import DiffReport
-    from pytest_stedge.store.database import Store
 
 
 @lru_cache(maxsize=1)
@@ -144,45 +138,3 @@ def kind_rank(kind: str) -> int:
 
     order = [k.value for k in KIND_ORDER]
     return order.index(kind) if kind in order else len(order)
-
-
-# -- entry points ----------------------------------------------------------------------
-
-
-def render_run_report(store: Store, run_id: int, path: Path) -> Path:
-    """Write the report of one run: cases, outcomes, metrics with their expectations,
-    the oracle's lower bound beside the tool's activations, epochs, findings, failures
-    and the tool's diagnostics.
-
-    :returns: ``path``.
-    :raises StoreError: no such run.
-    """
-    from .data import build_run_page
-
-    page = build_run_page(store, run_id)
-    return render("run.html.j2", path, page=page, title=f"Run {run_id}", root="")
-
-
-def render_diff_page(report: DiffReport, store: Store, path: Path) -> Path:
-    """Write the page of a diff between two toolchain versions.
-
-    :returns: ``path``.
-    """
-    from .diff import build_diff_page
-
-    page = build_diff_page(report, store)
-    return render(
-        "diff.html.j2", path, page=page, title=f"{report.base} → {report.head}", root=""
-    )
-
-
-def render_dashboard(store: Store, out_dir: Path, *, bugs_dir: Path | None) -> Path:
-    """Write the known-bug dashboard (a static site) under ``out_dir``.
-
-    :param bugs_dir: the known-bug registry (``corpus/bugs``); None: bugs are known only
-        by the ids of stored findings.
-    :returns: the index page.
-    """
-    from .site import write_site
-
-    return write_site(store, Path(out_dir), bugs_dir=bugs_dir)

@@ -11,7 +11,7 @@ from pytest_stedge.board import protocol as bp
 from pytest_stedge.board import tensors as bt
 
 if TYPE_CHECKING:
-    from .simulator import BoardSimulator
+    from .model import SimModel
 
 
 class ByteLink(Protocol):
@@ -44,6 +44,18 @@ class Faults:
     garbage_at_node: str | int | None = None
 
 
+class SimulatedBoard(Protocol):
+    """What a session reads from the board it plays (the simulator implements it)."""
+
+    model: SimModel
+    name: str
+    header_bytes: int
+    faults: Faults
+    version: int
+    com_param: int
+    signature: str
+
+
 class LinkClosed(Exception):
     """The host side went away, or the simulator is stopping."""
 
@@ -51,7 +63,7 @@ class LinkClosed(Exception):
 class Session:
     """Protocol state of one host connection (packet size, current request id)."""
 
-    def __init__(self, sim: BoardSimulator, stream: ByteLink) -> None:
+    def __init__(self, sim: SimulatedBoard, stream: ByteLink) -> None:
         self.sim, self.io = sim, stream
         self.hb = sim.header_bytes
         self.payload = bp.DEFAULT_PAYLOAD

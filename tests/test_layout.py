@@ -1,0 +1,109 @@
+"""The package's shape: wings that say what they own, no import circles, light imports."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_stedge"
+WINGS = ["board", "board/sim", "bugs", "cli", "oracle", "parsers", "report", "store"]
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every import between the package's modules, module-level or inside functions."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, (path, is_package) in modules.items():
+        package = name if is_package else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+                targets = subs + ([target] if len(subs) < len(node.names) else [])
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def _cycle_from(graph: dict[str, set[str]], start: str) -> list[str] | None:
+    """A path start -> ... -> start, if one exists (depth-first, iterative)."""
+    stack = [(start, [start])]
+    seen: set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in graph[node]:
+            if nxt == start:
+                return [*path, start]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return None
+
+
+def test_no_module_imports_itself_back() -> None:
+    graph = _import_graph()
+    assert len(graph) > 60  # the walk found the package
+    cycles = [c for name in sorted(graph) if (c := _cycle_from(graph, name))]
+    assert not cycles, "import circles: " + "; ".join(" -> ".join(c) for c in cycles[:5])
+
+
+def test_the_graph_sees_lazy_imports() -> None:
+    # the report entry points import their page modules inside functions
+    assert "pytest_stedge.report.site" in _import_graph()["pytest_stedge.report"]
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_each_wing_says_what_it_owns_and_may_import(wing: str) -> None:
+    init = PACKAGE / wing / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+    assert doc and len(doc.split()) >= 25, f"{init}: a paragraph on what the wing owns"
+    assert "import" in doc, f"{init}: say what the wing may import"
+
+
+def test_top_level_holds_only_the_pytest_flow() -> None:
+    top = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    assert top <= {
+        "plugin", "options", "hookspecs", "defaults", "items", "session", "state", "corpus",
+        "toolchain", "runner", "result", "expect", "gate", "diff", "update", "errors",
+    }, f"modules outside a wing: {sorted(top)}"
+
+
+def test_importing_the_wings_loads_nothing_heavy() -> None:
+    code = (
+        "import sys\n"
+        "import pytest_stedge.plugin, pytest_stedge.store, pytest_stedge.report, "
+        "pytest_stedge.board, pytest_stedge.cli, pytest_stedge.bugs, pytest_stedge.oracle\n"
+        "heavy = [m for m in ('duckdb', 'numpy', 'onnx', 'onnxruntime', 'jinja2', 'serial')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_old_public_names_still_import() -> None:
+    # hook implementations receive a Store; it was pytest_stedge.store.Store before the wings
+    from pytest_stedge.store import DEFAULT_PATH, Store
+    from pytest_stedge.store.database import Store as Moved
+
+    assert Store is Moved and str(DEFAULT_PATH).endswith("results.duckdb")
