@@ -191,6 +191,8 @@ class StoreConnection:
         name = str(path)
         if name != MEMORY:
             check_location(Path(name), create=create and not read_only)
+            if not Path(name).exists():
+                cls._create(Path(name))
         store = cls(name, read_only=read_only and name != MEMORY, wait_s=wait_s)
         try:
             store._migrate()
@@ -198,6 +200,29 @@ class StoreConnection:
             store.close()
             raise
         return store
+
+    @classmethod
+    def _create(cls, path: Path) -> None:
+        """Create a new store whole, then link it into place: a session killed while
+        creating it never leaves half a store behind."""
+        import os
+
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
+        for leftover in (tmp, Path(f"{tmp}.wal")):
+            leftover.unlink(missing_ok=True)
+        fresh = cls(str(tmp))
+        try:
+            fresh._migrate()
+        finally:
+            fresh.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: use theirs
+        except OSError as exc:
+            raise translate(exc, str(path)) from None
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

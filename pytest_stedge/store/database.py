@@ -95,8 +95,14 @@ class Store(StoreConnection):
         """The uuid of run ``run_id`` (raises StoreError if there is no such run)."""
         rows = self._rows("SELECT run_uuid FROM runs WHERE run_id = ?", [run_id])
         if not rows:
-            raise StoreError(f"no run {run_id} in {self.path}")
+            raise self._no_run(run_id)
         return str(rows[0][0])
+
+    def _no_run(self, run_id: int) -> StoreError:
+        known = [str(r[0]) for r in self._rows("SELECT run_id FROM runs ORDER BY run_id")]
+        return StoreError(
+            f"no run {run_id} in {self.path}; stored runs: {', '.join(known) or 'none'}"
+        )
 
     def finish_run(self, run_id: int, *, status: str, exitstatus: int | None) -> None:
         """Mark a run finished with ``status`` (passed, failed, interrupted, killed, error)."""
@@ -195,11 +201,7 @@ class Store(StoreConnection):
         with self.attached():
             runs = self._dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
             if not runs:
-                known = [r["run_id"] for r in self._dicts("SELECT run_id FROM runs ORDER BY run_id")]
-                raise StoreError(
-                    f"no run {run_id} in {self.path}; stored runs: "
-                    f"{', '.join(map(str, known)) or 'none'}"
-                )
+                raise self._no_run(run_id)
             items = self._dicts(
                 "SELECT * FROM items WHERE run_id = ? ORDER BY case_name, stage, version, nodeid",
                 [run_id],
