@@ -43,24 +43,28 @@ class CaseFile(pytest.File):
         except CaseError as exc:
             raise self.CollectError(str(exc)) from None
         variants = len(cases) > 1 or cases[0].variant is not None
+        items: list[tuple[str, Case, str, str | None]] = []
         for case in cases:
             prefix = case.variant if variants else None
             if case.oracle:
-                name = f"oracle[{prefix}]" if prefix else "oracle"
-                yield StedgeItem.from_parent(
-                    self, name=name, nodeid=_child_id(self, name), case=case, stage="oracle",
-                    version=None,
-                )
+                items.append((f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None))
             for stage in case.stages:
-                if stage == "validate-target" and not state.settings.boards:
-                    continue
                 for version in state.item_versions():
+                    if stage == "validate-target" and not state.settings.boards and (
+                        not state.toolchains.has_recording(version, case.name, stage)
+                    ):
+                        continue  # no board to run it on, no recording to replay
                     param = f"{prefix}-{version}" if prefix else version
-                    name = f"{stage}[{param}]"
-                    yield StedgeItem.from_parent(
-                        self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
-                        version=version,
-                    )
+                    items.append((f"{stage}[{param}]", case, stage, version))
+        try:
+            state.claim(self.path, [c.name for c in cases], [_child_id(self, n) for n, *_ in items])
+        except CaseError as exc:
+            raise self.CollectError(str(exc)) from None
+        for name, case, stage, version in items:
+            yield StedgeItem.from_parent(
+                self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
+                version=version,
+            )
 
 
 class StedgeItem(pytest.Item):
@@ -174,11 +178,17 @@ class StedgeItem(pytest.Item):
         install = state.toolchains.install(self.version)
         if install is None and recording is None:
             pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
-        if install is None:
-            assert recording is not None
+        no_board = self.stage == "validate-target" and not state.settings.boards
+        if recording is not None and (install is None or no_board):
             result: Result = recording["result"]
             row.recorded = True
-            if recording.get("model_sha256") and recording["model_sha256"] != row.model_sha256:
+            # the identity the recording was checked against at ingest: a forced one (None)
+            # or a model changed since never compares with other versions
+            row.model_sha256 = recording.get("model_sha256")
+            row.options_hash = recording.get("options_hash") or row.options_hash
+            if row.model_sha256 != state.models.sha256(self.case) and recording.get(
+                "comparable", True
+            ):
                 result.setdefault("diagnostics", []).append(
                     _diag(
                         "NotComparable",
@@ -187,6 +197,7 @@ class StedgeItem(pytest.Item):
                     )
                 )
         else:
+            assert install is not None
             workdir = state.work.item_dir(self.case, self.stage, self.version)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(

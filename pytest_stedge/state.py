@@ -83,6 +83,10 @@ class Toolchains:
         rec = self.recordings.get((version, case_name, stage))
         return None if rec is None else copy.deepcopy(rec)
 
+    def has_recording(self, version: str, case_name: str, stage: str) -> bool:
+        """Whether a recorded Result of ``case_name``/``stage`` for ``version`` exists."""
+        return (version, case_name, stage) in self.recordings
+
     def missing_reason(self, version: str, case_name: str) -> str:
         """Why a toolchain item cannot run: where we looked and how to point us."""
         where = self.discovery.describe_search() if self.discovery else "nowhere"
@@ -318,12 +322,33 @@ class StedgeState:
         self.bugs = BugRegistries()
         self.settings = RunSettings(config)
         self.ready = False
+        self._case_files: dict[str, Path] = {}
+        self._nodeids: set[str] = set()
 
     def setup(self, discovery: Discovery, recordings: list[dict[str, Any]], run_id: int | None) -> None:
         """Controller side: the versions to run and the run's id."""
         self.work.run_id = run_id
         self.toolchains.setup(discovery, recordings)
         self.ready = True
+
+    def claim(self, case_toml: Path, case_names: list[str], nodeids: list[str]) -> None:
+        """Reserve a case file's case names and node ids for this session; a name or id
+        another file (or this one) already holds is a :class:`CaseError`: the store keys
+        results by them, and a second holder would overwrite the first."""
+        for name in case_names:
+            holder = self._case_files.setdefault(name, case_toml)
+            if holder != case_toml:
+                raise CaseError(
+                    case_toml, None,
+                    f"case name {name!r} is also the name of {holder}; cases of one session "
+                    "need different names (rename one case folder)",
+                )
+        seen: set[str] = set()
+        for nodeid in nodeids:
+            if nodeid in seen or nodeid in self._nodeids:
+                raise CaseError(case_toml, None, f"duplicate test id {nodeid!r}")
+            seen.add(nodeid)
+        self._nodeids |= seen
 
     def item_versions(self) -> list[str]:
         """Versions to create toolchain items for, the baseline first."""

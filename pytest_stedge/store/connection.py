@@ -169,6 +169,7 @@ class StoreConnection:
         self.db = connect_memory()
         self._depth = 0
         self._writing = False
+        self._in_transaction = False
 
     # -- opening -----------------------------------------------------------------
 
@@ -290,17 +291,24 @@ class StoreConnection:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Run the block in one write transaction, rolled back on error."""
+        """Run the block in one write transaction, rolled back on error (re-entrant: an
+        inner block joins the outer transaction)."""
         with self.attached(write=True) as db:
+            if self._in_transaction:
+                yield
+                return
             db.execute("BEGIN TRANSACTION")
+            self._in_transaction = True
             try:
                 yield
             except BaseException:
+                self._in_transaction = False
                 try:
                     db.execute("ROLLBACK")
                 except duckdb.Error:
                     pass
                 raise
+            self._in_transaction = False
             db.execute("COMMIT")
 
     def _migrate(self) -> None:
