@@ -37,6 +37,7 @@ SAFE_CONFIG = {
     "autoload_known_extensions": False,
 }
 RETRY_S = 0.02
+_HEADER_BYTES = 3 * 4096  # DuckDB: the file header and two database headers
 DEFAULT_WAIT_S = 5.0
 MEMORY = ":memory:"
 
@@ -313,6 +314,7 @@ class StoreConnection:
 
     def _migrate(self) -> None:
         with self.attached(write=not self.read_only) as db:
+            self._check_size(db)
             if self.read_only:
                 pending = self._pending_migrations(db)
                 if pending:
@@ -333,6 +335,26 @@ class StoreConnection:
             with self.transaction():
                 step.apply(self.db)
                 self.db.execute("INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()])
+
+    def _check_size(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Refuse a truncated file: smaller than the blocks its own header counts (DuckDB
+        would read past the end, and fail later, half-way through a write)."""
+        if self.path == MEMORY:
+            return
+        row = db.execute(
+            "SELECT block_size, total_blocks FROM pragma_database_size() "
+            "WHERE database_name = current_database()"
+        ).fetchone()
+        if row is None:
+            return
+        expected = _HEADER_BYTES + int(row[0]) * int(row[1])
+        size = Path(self.path).stat().st_size
+        if size < expected:
+            raise StoreError(
+                f"store {self.path} is truncated ({size:,} bytes of the {expected:,} its header "
+                "counts); restore a copy, or move it away and let the next session start a "
+                "new store"
+            )
 
     def _pending_migrations(self, db: duckdb.DuckDBPyConnection) -> list[str]:
         """Known migrations not applied yet; refuse a store written by a newer version."""
