@@ -7,7 +7,8 @@ at the speed of an Arrow insert, with no dependency beyond NumPy (already ours).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -55,6 +56,20 @@ def insert_columns(
         db.execute(f"{verb} {table} BY NAME SELECT * FROM {_VIEW}")
     finally:
         db.unregister(_VIEW)
+
+
+@contextmanager
+def frames(db: duckdb.DuckDBPyConnection, **tables: dict[str, Sequence[Any]]) -> Iterator[None]:
+    """Register each ``name={column: values}`` as a view for the block (then unregister)."""
+    import numpy as np
+
+    try:
+        for name, data in tables.items():
+            db.register(name, {c: _array(np, v) for c, v in data.items()})
+        yield
+    finally:
+        for name in tables:
+            db.unregister(name)
 
 
 def _array(np: Any, values: Sequence[Any]) -> Any:

@@ -22,7 +22,7 @@ from pytest_stedge import __version__
 from pytest_stedge.errors import StoreError
 from pytest_stedge.result import METRICS
 
-from .bulk import insert_rows
+from .bulk import frames, insert_rows
 from .connection import DEFAULT_WAIT_S, MEMORY, StoreConnection
 from .rows import ItemRow
 
@@ -156,26 +156,64 @@ class Store(StoreConnection):
             for r in rows
             for f in r.findings
         ]
-        metrics = [
-            (
-                run_id, r.nodeid, r.case_name, r.stage, r.version, name, float(value),
-                METRICS[name].unit if name in METRICS else None,
-            )
-            for r in rows
-            for name, value in sorted(r.metrics.items())
-        ]
+        # Metrics are most of the rows: sent as numbers (item index, metric index, value)
+        # and joined in SQL with the items' keys and the metric names, so DuckDB never
+        # converts the same strings a hundred thousand times.
+        names: dict[str, int] = {}
+        metric_item: list[int] = []
+        metric_name: list[int] = []
+        metric_value: list[float] = []
+        for index, r in enumerate(rows):
+            for name, value in r.metrics.items():
+                metric_item.append(index)
+                metric_name.append(names.setdefault(name, len(names)))
+                metric_value.append(float(value))
         conflict = "replace" if replace else "ignore"
         with self.transaction():
             insert_rows(self.db, "cases", CASE_COLUMNS, list(cases.values()), on_conflict="ignore")
             if not replace:  # keep what is stored: drop the new rows of stored items
-                stored = {r[0] for r in self.db.execute(
-                    "SELECT nodeid FROM items WHERE run_id = ?", [run_id]).fetchall()}
-                items = [i for i in items if i[1] not in stored]
+                stored = self.item_nodeids(run_id)
+                keep = [i for i, r in enumerate(rows) if r.nodeid not in stored]
+                items = [items[i] for i in keep]
                 findings = [f for f in findings if f[1] not in stored]
-                metrics = [m for m in metrics if m[1] not in stored]
+                kept = set(keep)
+                triples = [t for t in zip(metric_item, metric_name, metric_value) if t[0] in kept]
+                metric_item = [t[0] for t in triples]
+                metric_name = [t[1] for t in triples]
+                metric_value = [t[2] for t in triples]
             insert_rows(self.db, "items", ITEM_COLUMNS, items, on_conflict=conflict)
             insert_rows(self.db, "findings", FINDING_COLUMNS, findings, on_conflict=conflict)
-            insert_rows(self.db, "metrics", METRIC_COLUMNS, metrics, on_conflict=conflict)
+            if metric_item:
+                self._insert_metrics(run_id, rows, names, metric_item, metric_name, metric_value,
+                                     conflict)
+
+    def _insert_metrics(
+        self, run_id: int, rows: list[ItemRow], names: dict[str, int], item: list[int],
+        name: list[int], value: list[float], conflict: str,
+    ) -> None:
+        keys = {
+            "item": list(range(len(rows))),
+            "nodeid": [r.nodeid for r in rows],
+            "case_name": [r.case_name for r in rows],
+            "stage": [r.stage for r in rows],
+            "version": [r.version for r in rows],
+        }
+        ordered = sorted(names, key=names.__getitem__)
+        metric_names = {
+            "id": list(range(len(ordered))),
+            "metric": ordered,
+            "unit": [METRICS[n].unit if n in METRICS else None for n in ordered],
+        }
+        verb = "INSERT OR REPLACE INTO" if conflict == "replace" else "INSERT OR IGNORE INTO"
+        with frames(self.db, _stedge_keys=keys, _stedge_names=metric_names,
+                    _stedge_values={"item": item, "name": name, "value": value}):
+            self.db.execute(
+                f"{verb} metrics (run_id, nodeid, case_name, stage, version, metric, value, unit) "
+                "SELECT ?, k.nodeid, k.case_name, k.stage, k.version, n.metric, v.value, n.unit "
+                "FROM _stedge_values v JOIN _stedge_keys k ON v.item = k.item "
+                "JOIN _stedge_names n ON v.name = n.id",
+                [run_id],
+            )
 
     def item_nodeids(self, run_id: int) -> set[str]:
         """Node ids of the items stored for ``run_id``."""
