@@ -249,7 +249,9 @@ class StedgeController:
         complete = finished and not kept.unstored and not self.journal.full
         self.journal.close(delete=complete)
         if not complete:
-            self.write_errors += _kept_lines(self.path, self.journal.path, kept)
+            self.write_errors += _kept_lines(
+                self.path, self.journal.path, kept, journal_full=self.journal.full
+            )
         if finished:
             self._write_report()
 
@@ -355,15 +357,21 @@ def _status(exitstatus: int) -> str:
     return "error"
 
 
-def _kept_lines(store: Path, journal: Path, kept: WriteReport) -> list[str]:
+def _kept_lines(
+    store: Path, journal: Path, kept: WriteReport, *, journal_full: bool = False
+) -> list[str]:
     """What the summary says when the store could not take everything."""
     count = len(kept.unstored)
     why = "the disk is full" if kept.full else "; ".join(dict.fromkeys(kept.errors)) or "busy"
+    lost = (
+        " The journal's disk is full too: items finished after it filled are lost."
+        if journal_full else ""
+    )
     return [
         (
             f"{store}: {why}. {count} finished item(s) and the end of the run are not in "
             f"the store; they are kept in the journal {journal}, merged by the next session "
-            f"on this store or now by `stedge import {journal} --db {store}`"
+            f"on this store or now by `stedge import {journal} --db {store}`.{lost}"
         )
     ]
 

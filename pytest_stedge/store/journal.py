@@ -104,10 +104,15 @@ class Journal:
         self._written += len(line)
 
     def _reserve(self) -> None:
-        """Reserve the next stretch of disk for this file (Linux; elsewhere a no-op)."""
-        want = self._written + RESERVE_BYTES
-        if _fallocate(self._fd, want):
-            self._reserved = want
+        """Reserve the next stretch of disk for this file (Linux; elsewhere a no-op): as
+        much of RESERVE_BYTES as the disk still has, down to 64 KiB."""
+        step = RESERVE_BYTES
+        while step >= 64 << 10:
+            want = self._written + step
+            if want <= self._reserved or _fallocate(self._fd, want):
+                self._reserved = max(self._reserved, want)
+                return
+            step //= 2
 
 
 def _fallocate(fd: int, length: int) -> bool:
