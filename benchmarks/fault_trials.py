@@ -117,10 +117,11 @@ def session(corpus: Path, installs: Path, db: Path, workdir: Path, report: Path,
 
 
 def run_count(db: Path) -> int:
-    if not db.exists():
-        return 0
-    with Store.open(db, create=False, read_only=True) as store:
-        return len(store.list_runs())
+    try:
+        with Store.open(db, create=False, read_only=True) as store:
+            return len(store.list_runs())
+    except Exception:  # noqa: BLE001 - check() reports a store that does not open
+        return -1
 
 
 def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted: bool,

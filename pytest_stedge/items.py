@@ -60,10 +60,10 @@ class CaseFile(pytest.File):
             state.claim(self.path, [c.name for c in cases], [_child_id(self, n) for n, *_ in items])
         except CaseError as exc:
             raise self.CollectError(str(exc)) from None
-        for name, case, stage, version in items:
+        for name, item_case, item_stage, item_version in items:
             yield StedgeItem.from_parent(
-                self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
-                version=version,
+                self, name=name, nodeid=_child_id(self, name), case=item_case,
+                stage=item_stage, version=item_version,
             )
 
 

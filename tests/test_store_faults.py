@@ -62,7 +62,7 @@ def test_a_half_truncated_store_is_one_line_naming_the_file(
     db = tmp_path / "db.duckdb"
     _big_store(db)
     os.truncate(db, db.stat().st_size // 2)
-    code, out, err = _stedge_runs(db, capsys)
+    code, _, err = _stedge_runs(db, capsys)
     code2 = main(["show", "1", "--db", str(db)])
     err2 = capsys.readouterr().err
     assert (code, code2) == (2, 2)
@@ -127,13 +127,14 @@ def readonly_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
     folder = tmp_path / "ro"
     folder.mkdir()
     if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)], capture_output=True,
+        check=False,
     ).returncode != 0:
         pytest.skip("mounting a tmpfs is not allowed here (needs root)")
     try:
         yield folder
     finally:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
 
 
 def test_a_read_only_store_file_can_be_read(
@@ -146,9 +147,9 @@ def test_a_read_only_store_file_can_be_read(
     assert code == 0, err
     assert out.splitlines()[1].split()[0] == "1" and " 20 " in out
     assert main(["report", "1", "--db", str(db), "--out", str(tmp_path / "r.html")]) == 0
-    with pytest.raises(StoreError, match="cannot write store|Read-only|read-only"):
-        with Store.open(db) as store:
-            store.begin_run(argv=[])
+    with pytest.raises(StoreError, match="cannot write store|Read-only|read-only"), \
+            Store.open(db) as store:
+        store.begin_run(argv=[])
 
 
 def test_readers_and_an_ingest_work_while_a_session_writes(

@@ -32,7 +32,7 @@ from .migrations import MIGRATIONS
 CATALOG = "stedge"
 # No network, no extension loading behind our back (a SQLite or Parquet file given as
 # the store would otherwise make DuckDB download a scanner).
-SAFE_CONFIG = {
+SAFE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }
@@ -337,23 +337,24 @@ class StoreConnection:
                 self.db.execute("INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()])
 
     def _check_size(self, db: duckdb.DuckDBPyConnection) -> None:
-        """Refuse a truncated file: smaller than the blocks its own header counts (DuckDB
-        would read past the end, and fail later, half-way through a write)."""
+        """Refuse a truncated file: a DuckDB file is its headers and whole blocks, so a
+        size between two blocks is a file cut short (DuckDB would read past its end and
+        fail later, half-way through a write). The header's block count is no test: with a
+        WAL pending, or free blocks at the end, a healthy file is shorter than it."""
         if self.path == MEMORY:
             return
         row = db.execute(
-            "SELECT block_size, total_blocks FROM pragma_database_size() "
+            "SELECT block_size FROM pragma_database_size() "
             "WHERE database_name = current_database()"
         ).fetchone()
-        if row is None:
+        if row is None or not row[0]:
             return
-        expected = _HEADER_BYTES + int(row[0]) * int(row[1])
         size = Path(self.path).stat().st_size
-        if size < expected:
+        if size < _HEADER_BYTES or (size - _HEADER_BYTES) % int(row[0]):
             raise StoreError(
-                f"store {self.path} is truncated ({size:,} bytes of the {expected:,} its header "
-                "counts); restore a copy, or move it away and let the next session start a "
-                "new store"
+                f"store {self.path} is truncated ({size:,} bytes: not a whole number of "
+                f"{int(row[0]):,}-byte blocks); restore a copy, or move it away and let the "
+                "next session start a new store"
             )
 
     def _pending_migrations(self, db: duckdb.DuckDBPyConnection) -> list[str]:

@@ -191,7 +191,7 @@ class Store(StoreConnection):
         self, run_id: int, rows: list[ItemRow], names: dict[str, int], item: list[int],
         name: list[int], value: list[float], conflict: str,
     ) -> None:
-        keys = {
+        keys: dict[str, Sequence[Any]] = {
             "item": list(range(len(rows))),
             "nodeid": [r.nodeid for r in rows],
             "case_name": [r.case_name for r in rows],
@@ -199,7 +199,7 @@ class Store(StoreConnection):
             "version": [r.version for r in rows],
         }
         ordered = sorted(names, key=names.__getitem__)
-        metric_names = {
+        metric_names: dict[str, Sequence[Any]] = {
             "id": list(range(len(ordered))),
             "metric": ordered,
             "unit": [METRICS[n].unit if n in METRICS else None for n in ordered],
