@@ -210,6 +210,9 @@ def diverge_epochs(model: Path | str, dump: Path | str, c_info: Path | str, *,
             f"{why}); " + ("; ".join(notes) or "is this c_info of another model?"))
     feed, source = _feed(ref, data)
     values = ref.run(feed)
+    oe_values: dict[str, Any] = {}
+    if oe is not None and any(r.tensor is None and r.oe_tensor for r in resolved.values()):
+        oe_values = oe.run(_feed(oe, data)[0])  # buffers the user's model cannot show
     rows: list[dict[str, Any]] = []
     first = None
     for num, _, rec, tname, buf, raw in sorted(todo, key=lambda t: (t[0], t[1])):
@@ -228,15 +231,21 @@ def diverge_epochs(model: Path | str, dump: Path | str, c_info: Path | str, *,
                              "firmware sent the descriptor only (its dumpable-tensor list is "
                              "empty unless the firmware was built to upload this buffer)"})
             continue
-        board = buf.to_real(raw, where=where)
-        if res.tensor is None or res.tensor not in values:
+        buf.to_real(raw, where=where)  # a record that fits not its buffer is bad input
+        source_values, tensor, source = values, res.tensor, ref
+        if tensor is None and res.oe_tensor in oe_values and oe is not None:
+            source_values, tensor, source = oe_values, res.oe_tensor, oe
+            base.update(tensor=tensor, how=f"{res.how}; compared with the OE model "
+                                           f"{oe.path.name} instead")
+        if tensor is None or tensor not in source_values:
             unmapped.append({"record": rec.name, "tensor": tname, "reason": res.how
-                             if res.tensor is None else f"{res.tensor} was not computed"})
+                             if tensor is None else f"{tensor} was not computed"})
             continue
+        board = buf.to_real(raw, where=where, fallback=source.quant.get(tensor) or res.codes)
         try:
-            expected = _ref_as_buffer(values[res.tensor], buf)
+            expected = _ref_as_buffer(source_values[tensor], buf)
         except ValueError as exc:
-            raise OracleError(f"{where}: model tensor {res.tensor} does not fit the buffer's "
+            raise OracleError(f"{where}: model tensor {tensor} does not fit the buffer's "
                               f"shape {list(buf.shape)} ({exc})") from None
         m = compute_metrics(expected, board, classifier=False)
         ok = bool(m["cos"] >= min_cos) if m["cos"] == m["cos"] else bool(m["rmse"] == 0)

@@ -29,6 +29,7 @@ from .refmodel import RefModel, load_reference
 
 FE_GENERATED = "__FE_GENERATED__"
 _COPY_SUFFIX = re.compile(r"(_cp_(in|out)_\d+|_inserted_(in|out)_?\d+)+$")
+_QDQ = frozenset({"QuantizeLinear", "DequantizeLinear"})
 _PREPARES_INPUT = re.compile(r"_(suboff|zero_off)(_|$)")
 # Operators a tensor passes through unchanged in value (or only padded/requantized).
 _TRANSPARENT = frozenset({"DequantizeLinear", "QuantizeLinear", "Pad", "Identity", "Relu",
@@ -42,6 +43,7 @@ class Resolved:
     tensor: str | None
     how: str
     oe_tensor: str | None = None
+    codes: tuple[float, int] | None = None  # quantization of codes a buffer moves as is
 
 
 def load_renames(path: Path | str) -> dict[str, list[str]]:
@@ -133,21 +135,40 @@ class Namer:
         oe_tensor, how = self._in_space(buf)
         if oe_tensor is None:
             return Resolved(None, how)
+        codes = None if buf.has_quantization else self.codes_quant(oe_tensor)
         if self.direct:
-            return Resolved(oe_tensor, how, oe_tensor)
-        tensor = self._to_user(oe_tensor, buf.elements)
+            return Resolved(oe_tensor, how, oe_tensor, codes)
+        tensor, why = self._to_user(oe_tensor, buf.elements)
         if tensor is None:
-            return Resolved(None, f"{how}, but no operator of {self.ref.path.name} is named "
-                                  f"for it in the _Q.json", oe_tensor)
-        return Resolved(tensor, f"{how} = {tensor}", oe_tensor)
+            return Resolved(None, f"{how}; not in {self.ref.path.name}: {why}", oe_tensor, codes)
+        return Resolved(tensor, f"{how} = {tensor}", oe_tensor, codes)
+
+    def codes_quant(self, tensor: str) -> tuple[float, int] | None:
+        """The quantization of the int8 codes behind a tensor: its own, else the nearest
+        one upstream past value-preserving operators (a Transpose or Pad of DQ'd codes)."""
+        g = self.space
+        for _ in range(8):
+            if tensor in g.quant:
+                return g.quant[tensor]
+            index = g.producer.get(tensor)
+            if index is None:
+                return None
+            op = g.ops_by_index[index]
+            if op.op_type not in _TRANSPARENT or not op.inputs:
+                return None
+            tensor = op.inputs[0]
+        return None
 
     def _in_space(self, buf: Buffer) -> tuple[str | None, str]:
         g, n = self.space, buf.elements
+        if buf.frac_bits:
+            return None, (f"a fixed-point Q{buf.nbits - buf.frac_bits - 1}.{buf.frac_bits} "
+                          "intermediate of the NPU, in no quantization of the model")
         if buf.name in g.shapes and g.elements(buf.name) == n:
-            return buf.name, "same name"
+            return self._quantized(buf.name, buf, n), "same name"
         plain = _COPY_SUFFIX.sub("", buf.name)
         if plain != buf.name and plain in g.shapes and g.elements(plain) == n:
-            return plain, f"copy of {plain}"
+            return self._quantized(plain, buf, n), f"copy of {plain}"
         node = self._owner(buf.name)
         if node is not None:
             rest = buf.name[len(node):]
@@ -169,6 +190,27 @@ class Namer:
             return None, "the tool's scratch buffer: no tensor of the model holds it"
         return None, (f"no tensor of {g.path.name} has this name or comes from an operator "
                       f"it names ({n} elements, shape {list(buf.shape)})")
+
+    def _quantized(self, tensor: str, buf: Buffer, n: int) -> str:
+        """An integer buffer of a float tensor holds what the model quantizes it to: the
+        QuantizeLinear after it (past a Relu or Clip the NPU folds into the clamp)."""
+        g = self.space
+        producer = g.producer.get(tensor)
+        if buf.dtype.startswith("float") or (
+                producer is not None and g.ops_by_index[producer].op_type == "QuantizeLinear"):
+            return tensor
+        current = tensor
+        for _ in range(3):
+            users = g.consumers.get(current, [])
+            if len(users) != 1:
+                break
+            op = g.ops_by_index[users[0]]
+            if op.op_type == "QuantizeLinear":
+                return op.outputs[0] if g.elements(op.outputs[0]) == n else tensor
+            if op.op_type not in ("Relu", "Clip"):
+                break
+            current = op.outputs[0]
+        return tensor
 
     def _owner(self, name: str) -> str | None:
         """The longest operator name that ``name`` starts with (then ``_``)."""
@@ -193,7 +235,7 @@ class Namer:
             index = g.producer.get(tensor)
             if index is None:
                 return None
-            op = next(o for o in g.ops if o.index == index)
+            op = g.ops_by_index[index]
             if op.op_type not in _TRANSPARENT or not op.inputs:
                 return None
             tensor = op.inputs[0]
@@ -203,22 +245,28 @@ class Namer:
         g = self.space
         users = g.consumers.get(tensor, [])
         if len(users) == 1:
-            op = next(o for o in g.ops if o.index == users[0])
+            op = g.ops_by_index[users[0]]
             if op.op_type == "QuantizeLinear" and g.elements(op.outputs[0]) == n:
                 return op.outputs[0]
         return tensor if g.elements(tensor) == n else None
 
-    def _to_user(self, oe_tensor: str, n: int) -> str | None:
-        """Walk up the OE graph past front-end nodes to one the _Q.json names, then take
-        the output of those user operators that has ``n`` elements (the last one)."""
+    def _to_user(self, oe_tensor: str, n: int) -> tuple[str | None, str]:
+        """Walk up the OE graph past the front end's Q/DQ to the node the _Q.json names,
+        and take the output of those user operators that has ``n`` elements (the last).
+        Any other front-end node on the way (a Transpose, a Relu the user's operator
+        fuses) changes layout or values: then there is no user tensor, and why."""
         g, ref = self.space, self.ref
+        for user in self._downstream(oe_tensor):
+            if not self.renames.get(user.name) and user.op_type not in _QDQ:
+                return None, f"the front end's {user.name} ({user.op_type}) follows it"
         tensor = oe_tensor
         for _ in range(16):
             index = g.producer.get(tensor)
             if index is None:
                 names = self.renames.get(tensor) or ([tensor] if tensor in ref.shapes else [])
-                return next((t for t in names if ref.elements(t) == n), None)
-            op = next(o for o in g.ops if o.index == index)
+                found = next((t for t in names if ref.elements(t) == n), None)
+                return found, "" if found else "no user tensor of that size"
+            op = g.ops_by_index[index]
             names = self.renames.get(op.name, [])
             if names:
                 candidates = []
@@ -227,11 +275,31 @@ class Namer:
                     candidates += list(user_op.outputs) if user_op else [name]
                 fitting = [t for t in candidates if ref.elements(t) == n]
                 if fitting:
-                    return max(fitting, key=lambda t: ref.producer.get(t, -1))
+                    return max(fitting, key=lambda t: ref.producer.get(t, -1)), ""
+                return None, f"no output of {', '.join(names)} has {n} elements"
+            if op.op_type not in _QDQ | {"Relu", "Clip"}:  # a user op fuses its activation
+                return None, f"the front end's {op.name} ({op.op_type}) computes it"
             if not op.inputs:
-                return None
-            tensor = next((t for t in op.inputs if t not in g.constants), op.inputs[0])
-        return None
+                return None, "no user operator above it"
+            tensor = op.inputs[0]
+        return None, "no user operator above it"
+
+    def _downstream(self, tensor: str) -> list[Any]:
+        """The first consumers past Q/DQ chains."""
+        g = self.space
+        out, todo, seen = [], [tensor], set()
+        while todo:
+            t = todo.pop()
+            for index in g.consumers.get(t, []):
+                op = g.ops_by_index[index]
+                if op.name in seen:
+                    continue
+                seen.add(op.name)
+                if op.op_type in _QDQ and not self.renames.get(op.name):
+                    todo.extend(op.outputs)
+                else:
+                    out.append(op)
+        return out
 
     # --- epochs -----------------------------------------------------------------------
     def model_nodes(self, epoch: Epoch) -> list[str]:

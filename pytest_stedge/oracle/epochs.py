@@ -110,12 +110,19 @@ class Buffer:
             return n * -(-c // self.batch) * self.batch * h * w
         return self.elements
 
-    def to_real(self, raw: Any, *, where: str) -> Any:
+    @property
+    def has_quantization(self) -> bool:
+        """Whether the buffer carries its own scale or fractional bits."""
+        return bool(self.scales) or bool(self.frac_bits)
+
+    def to_real(self, raw: Any, *, where: str,
+                fallback: tuple[float, int] | None = None) -> Any:
         """The buffer's stored elements as real values in logical (``shape``) order.
 
         Integer codes are dequantized with the buffer's own ``intq`` scale and offset
         (per channel along axis 1 when it has one per channel) or its ``qmn`` fractional
-        bits; the memory layout (``batch``) is undone and channel padding dropped.
+        bits; a buffer with neither holds the codes of the model's tensor, dequantized
+        with ``fallback`` (that tensor's scale and zero point). The memory layout (``batch``) is undone and channel padding dropped.
 
         :raises OracleError: the element count fits neither the shape nor its padded form.
         """
@@ -123,6 +130,10 @@ class Buffer:
 
         flat = np.asarray(raw).reshape(-1)
         logical = self._unlayout(flat, where)
+        if fallback is not None and not self.has_quantization and logical.dtype.kind in "iu":
+            # Q buffers without intq move the model's int8 codes (transposes, pads, copies)
+            return (logical.astype(np.float32) - np.float32(fallback[1])) * np.float32(
+                fallback[0])
         return self._dequantize(logical)
 
     def _unlayout(self, flat: Any, where: str) -> Any:

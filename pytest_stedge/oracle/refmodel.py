@@ -44,8 +44,12 @@ class RefModel:
     producer: dict[str, int] = field(default_factory=dict)
     consumers: dict[str, list[int]] = field(default_factory=dict)
     _graph: Any = None
+    _by_name: dict[str, RefOp] = field(default_factory=dict)
+    _by_index: dict[int, RefOp] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._by_name = {op.name: op for op in self.ops}
+        self._by_index = {op.index: op for op in self.ops}
         for op in self.ops:
             for name in op.outputs:
                 self.producer[name] = op.index
@@ -55,7 +59,12 @@ class RefModel:
     @property
     def op_by_name(self) -> dict[str, RefOp]:
         """Operators by name."""
-        return {op.name: op for op in self.ops}
+        return self._by_name
+
+    @property
+    def ops_by_index(self) -> dict[int, RefOp]:
+        """Operators by index."""
+        return self._by_index
 
     def elements(self, tensor: str) -> int | None:
         """Element count of a tensor when its shape is known."""

@@ -99,6 +99,7 @@ class N6SimModel(SimModel):
         self.upload = upload
         self.epochs: list[Epoch] = []
         self.buffers: dict[str, tuple[Buffer, str | None]] = {}
+        self.codes: dict[str, tuple[float, int] | None] = {}
         nodes = []
         for epoch in self.plan.executed_epochs():
             names = []
@@ -106,7 +107,9 @@ class N6SimModel(SimModel):
                 buf = self.plan.buffers.get(bid)
                 if buf is None or buf.is_param:
                     continue
-                self.buffers[buf.name] = (buf, namer.resolve(buf).tensor)
+                res = namer.resolve(buf)
+                self.buffers[buf.name] = (buf, res.tensor)
+                self.codes[buf.name] = res.codes
                 names.append(buf.name)
             size = sum(self.buffers[n][0].elements for n in names)
             self.epochs.append(epoch)
@@ -129,6 +132,12 @@ class N6SimModel(SimModel):
                 continue
             raw = np.asarray(values[tensor])
             q = self.quant.get(tensor)
+            if not buf.has_quantization and not buf.dtype.startswith("float"):
+                codes = self.codes.get(name)
+                if raw.dtype.kind not in "iu" and codes is not None:  # re-quantize DQ'd codes
+                    raw = np.round(raw / codes[0]) + codes[1]
+                out[name] = encode(buf, raw)  # the model's codes, moved as they are
+                continue
             real = (raw.astype(np.float64) - q[1]) * q[0] if q and raw.dtype.kind in "iu" \
                 else raw
             out[name] = encode(buf, real)
