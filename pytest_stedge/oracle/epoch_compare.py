@@ -187,7 +187,11 @@ def diverge_epochs(model: Path | str, dump: Path | str, c_info: Path | str, *,
         span = record_epochs(rec.name, rec.op_id)
         for tname, raw in rec.tensors.items():
             desc = rec.descs.get(tname) or {}
-            buf = plan.find(tname, desc.get("addr") or None, None)
+            # The firmware names each tensor after its buffer; the address (and byte size)
+            # finds a buffer only for a tensor that came unnamed (the client's "<node>.<k>").
+            size = int(getattr(raw, "nbytes", 0)) or None
+            unnamed = tname.startswith(f"{rec.name}.") and tname[len(rec.name) + 1:].isdigit()
+            buf = plan.find(tname, desc.get("addr") or None if size and unnamed else None, size)
             if buf is None:
                 unmapped.append({"record": rec.name, "tensor": tname,
                                  "reason": f"no buffer of this name or address in {info_path}"})

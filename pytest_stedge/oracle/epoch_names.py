@@ -154,8 +154,8 @@ class Namer:
             if index is None:
                 return None
             op = g.ops_by_index[index]
-            if op.op_type not in _TRANSPARENT or not op.inputs:
-                return None
+            if op.op_type not in _TRANSPARENT | {"MaxPool"} or not op.inputs:
+                return None  # (a max-pool keeps its input's quantization too)
             tensor = op.inputs[0]
         return None
 
@@ -236,8 +236,8 @@ class Namer:
             if index is None:
                 return None
             op = g.ops_by_index[index]
-            if op.op_type not in _TRANSPARENT or not op.inputs:
-                return None
+            if op.op_type not in _TRANSPARENT | {"MaxPool"} or not op.inputs:
+                return None  # (a max-pool keeps its input's quantization too)
             tensor = op.inputs[0]
         return None
 
