@@ -171,3 +171,30 @@ def test_the_cli_names_the_first_diverging_epoch(mobilenet: Path, tmp_path: Path
     assert ("first diverging epoch: epoch_12 (HW: Conv2D_41 Conv, Conv2D_41_off_bias_99 Add, "
             "Conv2D_44_suboff_102 Sub), cos") in proc.stdout
     assert "model nodes: Conv2D_41" in proc.stdout
+
+
+def test_validate_target_stores_the_epoch_comparison_for_the_report(
+        mobilenet: Path, tmp_path: Path) -> None:
+    from pytest_stedge.board.plugin import divergence_lines, epoch_c_info, per_epoch
+    from pytest_stedge.report.board import board_view
+
+    dump = dump_of(MOBILENET_OE, mobilenet, tmp_path / "d.npz", fault="epoch_12")
+    out = tmp_path / "work" / "st_ai_output"
+    out.mkdir(parents=True)
+    (out / "network_c_info.json").write_bytes(mobilenet.read_bytes())
+    c_info = epoch_c_info(tmp_path / "work")
+    assert c_info == out / "network_c_info.json"
+    result: dict[str, object] = {}
+    per_epoch(result, MOBILENET_OE, dump, c_info)
+    div = result["divergence"]
+    assert isinstance(div, dict) and div["first_diverging"] == "epoch_12"
+    assert div["kind"] == "HW" and div["model_nodes"] == ["Conv2D_41"]
+    [line] = divergence_lines(result)  # the failure message and the failed-items table
+    assert line.startswith("first diverging epoch: epoch_12 (HW: Conv2D_41 Conv")
+    assert line.endswith("; model nodes Conv2D_41")
+    [diag] = [d for d in result["diagnostics"] if d["kind"] == "FirstDivergence"]  # type: ignore[union-attr]
+    assert "epoch_12" in diag["message"]
+    view = board_view(result, {}, title="t")
+    assert view is not None and view.per_epoch and view.first_kind == "HW"
+    assert view.rows[11].epoch == "epoch_12" and view.rows[11].ok is False
+    assert view.rows[11].buffer == "Conv2D_44_zero_off_out_103"

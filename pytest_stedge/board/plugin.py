@@ -307,7 +307,10 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
         extra[f"board_ms:{n['name']}"] = n["duration_ms"]
     owner = {t: n["name"] for n in nodes for t in n.get("tensors", [])}
     diags = result.setdefault("diagnostics", [])
-    c_info = epoch_c_info(workdir) if case.target == "stm32n6" else None
+    # ATONN firmware records are unnamed epochs ("epoch_<n>" from their id): map them
+    # through the c_info; records named after ONNX nodes compare by name below.
+    epochs = any(re.fullmatch(r"epoch_\d+", n["name"]) for n in nodes)
+    c_info = epoch_c_info(workdir) if case.target == "stm32n6" and epochs else None
     if c_info is not None:
         per_epoch(result, case.model, dump, c_info)
         return
