@@ -77,7 +77,8 @@ def read_dump(path: Path | str, plan: EpochPlan) -> Dump:
         if not isinstance(node, dict):
             continue
         rec = Record(str(node.get("name") or ""), node.get("type"), node.get("id"))
-        descs = node.get("descs") if isinstance(node.get("descs"), dict) else {}
+        raw_descs = node.get("descs")
+        descs: dict[str, Any] = raw_descs if isinstance(raw_descs, dict) else {}
         for tname in node.get("tensors") or []:
             rec.tensors[tname] = arrays.get(tname, np.empty((0,)))
             rec.descs[tname] = descs.get(tname) or {}
@@ -236,16 +237,16 @@ def diverge_epochs(model: Path | str, dump: Path | str, c_info: Path | str, *,
                              "empty unless the firmware was built to upload this buffer)"})
             continue
         buf.to_real(raw, where=where)  # a record that fits not its buffer is bad input
-        source_values, tensor, source = values, res.tensor, ref
+        source_values, tensor, computed_by = values, res.tensor, ref
         if tensor is None and res.oe_tensor in oe_values and oe is not None:
-            source_values, tensor, source = oe_values, res.oe_tensor, oe
+            source_values, tensor, computed_by = oe_values, res.oe_tensor, oe
             base.update(tensor=tensor, how=f"{res.how}; compared with the OE model "
                                            f"{oe.path.name} instead")
         if tensor is None or tensor not in source_values:
             unmapped.append({"record": rec.name, "tensor": tname, "reason": res.how
                              if tensor is None else f"{tensor} was not computed"})
             continue
-        board = buf.to_real(raw, where=where, fallback=source.quant.get(tensor) or res.codes)
+        board = buf.to_real(raw, where=where, fallback=computed_by.quant.get(tensor) or res.codes)
         try:
             expected = _ref_as_buffer(source_values[tensor], buf)
         except ValueError as exc:

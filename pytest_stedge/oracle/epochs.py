@@ -240,8 +240,8 @@ class EpochPlan:
         op = self.producer.get(buffer.id)
         if op is not None and op in self.epoch_of_op:
             return self.epochs.get(self.epoch_of_op[op])
-        epoch = self.epochs.get(buffer.start)
-        return epoch if epoch is not None and epoch.executed else None
+        started = self.epochs.get(buffer.start)
+        return started if started is not None and started.executed else None
 
     def find(self, name: str, address: int | None = None, size: int | None = None
              ) -> Buffer | None:
@@ -272,6 +272,10 @@ class EpochPlan:
         return out
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _int(value: Any, default: int = 0) -> int:
     try:
         return int(value)
@@ -280,11 +284,10 @@ def _int(value: Any, default: int = 0) -> int:
 
 
 def _buffer(raw: dict[str, Any], pools: dict[int, int | None]) -> Buffer:
-    intq = raw.get("intq") if isinstance(raw.get("intq"), dict) else {}
-    qmn = raw.get("qmn") if isinstance(raw.get("qmn"), dict) else {}
+    intq, qmn = _dict(raw.get("intq")), _dict(raw.get("qmn"))
     fmt = str(raw.get("format") or "")
     frac = _int(qmn.get("n")) if fmt.endswith("_Q") else 0
-    epochs = raw.get("epochs") if isinstance(raw.get("epochs"), dict) else {}
+    epochs = _dict(raw.get("epochs"))
     pool_id = _int(raw.get("mpool_id"))
     base = pools.get(pool_id)
     offset = _int(raw.get("offset_start"))
@@ -360,17 +363,17 @@ def load_plan(path: Path | str) -> EpochPlan:
     for edge in graph.get("edges") or []:
         if not isinstance(edge, dict):
             continue
-        start = _int((edge.get("start") or {}).get("node_id"))
-        end = _int((edge.get("end") or {}).get("node_id"))
+        start = _int(_dict(edge.get("start")).get("node_id"))
+        end = _int(_dict(edge.get("end")).get("node_id"))
         buf = _int(edge.get("buffer"))
         if buf:
             producer.setdefault(buf, start)
         elif start in operators and end in operators:
             stream.setdefault(end, []).append(start)
-    env = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    env = _dict(doc.get("environment"))
     tools = env.get("tools") if isinstance(env.get("tools"), list) else []
     version = str(tools[0].get("version") or "") if tools and isinstance(tools[0], dict) else ""
-    model = env.get("generated_model") if isinstance(env.get("generated_model"), dict) else {}
+    model = _dict(env.get("generated_model"))
     return EpochPlan(p, str(model.get("name") or ""), version, epochs, buffers, operators,
                      producer, stream, epoch_of_op)
 

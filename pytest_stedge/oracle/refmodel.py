@@ -106,7 +106,7 @@ def _load_onnx(path: Path) -> RefModel:
     graph = build_graph(path)
     ops = [RefOp(n.index, n.name, n.op_type, tuple(n.inputs), tuple(n.outputs))
            for n in graph.nodes if is_compute(graph, n)]
-    shapes = {name: tuple(int(d) for d in info.shape)
+    shapes = {name: tuple(d for d in info.shape if isinstance(d, int))
               for name, info in graph.tensors.items()
               if info.shape is not None and all(isinstance(d, int) and d >= 0
                                                 for d in info.shape)}
@@ -128,9 +128,8 @@ def _load_onnx(path: Path) -> RefModel:
 
 def _run_onnx(ref: RefModel, feed: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
-    from onnx import helper
-
     import onnxruntime as ort
+    from onnx import helper
 
     from .metrics import dequantize
 
@@ -172,7 +171,10 @@ def _run_onnx(ref: RefModel, feed: dict[str, Any]) -> dict[str, Any]:
 
 def _interpreter(path: Path) -> Any:
     try:
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+        from ai_edge_litert.interpreter import (  # type: ignore[import-untyped]
+            Interpreter,
+            OpResolverType,
+        )
     except ImportError as exc:
         raise OracleError(f"{path}: a TFLite model needs LiteRT: pip install ai-edge-litert "
                           f"({exc})") from None
