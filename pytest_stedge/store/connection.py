@@ -27,6 +27,7 @@ import duckdb
 from pytest_stedge import __version__
 from pytest_stedge.errors import StoreBusyError, StoreError, StoreVersionError
 
+from .location import display, is_server
 from .migrations import MIGRATIONS
 
 CATALOG = "stedge"
@@ -35,6 +36,7 @@ CATALOG = "stedge"
 SAFE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
+    "enable_progress_bar": False,  # a slow query on a server store must not draw on stderr
 }
 RETRY_S = 0.02
 _HEADER_BYTES = 3 * 4096  # DuckDB: the file header and two database headers
@@ -164,13 +166,17 @@ class StoreConnection:
     """
 
     def __init__(self, path: str, *, read_only: bool = False, wait_s: float = DEFAULT_WAIT_S) -> None:
-        self.path = path
+        self.location = path
+        self.server = is_server(path)  # a PostgreSQL server (see .server), not a file
+        self.path = display(path)  # what messages show: a password is masked
         self.read_only = read_only
         self.wait_s = wait_s
         self.db = connect_memory()
         self._depth = 0
         self._writing = False
         self._in_transaction = False
+        if self.server:
+            self._attach_server()
 
     # -- opening -----------------------------------------------------------------
 
@@ -191,7 +197,7 @@ class StoreConnection:
         :param wait_s: how long to wait for another process to release the file.
         """
         name = str(path)
-        if name != MEMORY:
+        if name != MEMORY and not is_server(name):
             check_location(Path(name), create=create and not read_only)
             if not Path(name).exists():
                 cls._create(Path(name))
@@ -247,7 +253,7 @@ class StoreConnection:
         """
         if write and self.read_only:
             raise StoreError(f"store {self.path} was opened read-only; this needs to write")
-        if self.path == MEMORY:
+        if self.path == MEMORY or self.server:  # always attached: nothing to take turns on
             yield from self._guarded()
             return
         if self._depth:
@@ -282,6 +288,10 @@ class StoreConnection:
         try:
             yield self.db
         except duckdb.Error as exc:
+            if self.server:
+                from .server import server_error
+
+                raise server_error(exc, self.location) from None
             raise translate(exc, self.path) from None
         except OSError as exc:
             raise translate(exc, self.path) from None
@@ -289,6 +299,17 @@ class StoreConnection:
     def _reset(self) -> None:
         self.close()
         self.db = connect_memory()
+        if self.server:
+            self._attach_server()
+
+    def _attach_server(self) -> None:
+        from .server import attach_server
+
+        try:
+            attach_server(self.db, self.location, CATALOG, read_only=self.read_only)
+        except BaseException:
+            self.close()
+            raise
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -313,6 +334,9 @@ class StoreConnection:
             db.execute("COMMIT")
 
     def _migrate(self) -> None:
+        if self.server and not self.read_only:
+            self._migrate_server()
+            return
         with self.attached(write=not self.read_only) as db:
             self._check_size(db)
             if self.read_only:
@@ -336,12 +360,31 @@ class StoreConnection:
                 step.apply(self.db)
                 self.db.execute("INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()])
 
+    def _migrate_server(self) -> None:
+        """All pending migrations in one transaction under the server's migration lock
+        (sessions starting together on a new store migrate it once, in turn)."""
+        from .server import lock_migrations
+
+        with self.transaction():
+            lock_migrations(self.db, CATALOG)
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS _stedge_migrations "
+                "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
+            )
+            pending = self._pending_migrations(self.db)
+            for step in MIGRATIONS:
+                if step.name in pending:
+                    step.apply(self.db)
+                    self.db.execute(
+                        "INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()]
+                    )
+
     def _check_size(self, db: duckdb.DuckDBPyConnection) -> None:
         """Refuse a truncated file: a DuckDB file is its headers and whole blocks, so a
         size between two blocks is a file cut short (DuckDB would read past its end and
         fail later, half-way through a write). The header's block count is no test: with a
         WAL pending, or free blocks at the end, a healthy file is shorter than it."""
-        if self.path == MEMORY:
+        if self.path == MEMORY or self.server:
             return
         row = db.execute(
             "SELECT block_size FROM pragma_database_size() "

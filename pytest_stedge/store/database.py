@@ -23,7 +23,7 @@ from pytest_stedge.errors import StoreError
 from pytest_stedge.result import METRICS
 
 from .bulk import frames, insert_rows
-from .connection import DEFAULT_WAIT_S, MEMORY, StoreConnection
+from .connection import CATALOG, DEFAULT_WAIT_S, MEMORY, StoreConnection
 from .rows import ItemRow
 
 __all__ = ["DEFAULT_PATH", "DEFAULT_WAIT_S", "MEMORY", "ItemRow", "Store"]
@@ -60,18 +60,29 @@ class Store(StoreConnection):
         run_uuid: str | None = None,
         status: str = "running",
         started_at: datetime | None = None,
+        run_group: str | None = None,
+        shard: str | None = None,
     ) -> int:
         """Record a new run (``running`` unless told) and return its id.
 
         :param run_uuid: the run's identity across stores (default: a new one); a journal
             merged later finds its run by it.
+        :param run_group: the logical run this one is part of (the shards of one CI
+            pipeline); diff, gate and dashboard read a group as one run.
+        :param shard: ``K/N`` when the session ran one shard of the corpus.
         """
         with self.transaction():
-            row = self.db.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()
-            run_id = int(row[0]) if row else 1
+            if self.server:  # many sessions begin at once: the server hands out the ids
+                from .server import next_run_id
+
+                run_id = next_run_id(self.db, CATALOG)
+            else:
+                row = self.db.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()
+                run_id = int(row[0]) if row else 1
             self.db.execute(
                 "INSERT INTO runs (run_id, run_uuid, started_at, status, host, argv, versions,"
-                " baseline, plugin_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " baseline, plugin_version, run_group, shard) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     run_id,
                     run_uuid or uuid.uuid4().hex,
@@ -82,6 +93,8 @@ class Store(StoreConnection):
                     json.dumps(list(versions)),
                     baseline,
                     __version__,
+                    run_group,
+                    shard,
                 ],
             )
         return run_id
