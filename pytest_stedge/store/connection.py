@@ -36,7 +36,6 @@ CATALOG = "stedge"
 SAFE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
-    "enable_progress_bar": False,  # a slow query on a server store must not draw on stderr
 }
 RETRY_S = 0.02
 _HEADER_BYTES = 3 * 4096  # DuckDB: the file header and two database headers

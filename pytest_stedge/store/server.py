@@ -55,6 +55,7 @@ def attach_server(
     db: duckdb.DuckDBPyConnection, location: str, catalog: str, *, read_only: bool
 ) -> None:
     """Load the extension and ATTACH the server's database as ``catalog`` (default)."""
+    db.execute("SET enable_progress_bar = false")  # a slow query must not draw on stderr
     try:
         db.execute(f"LOAD '{_literal(str(extension_path()))}'")
     except duckdb.Error as exc:
