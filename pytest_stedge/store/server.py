@@ -104,7 +104,7 @@ def next_run_id(db: duckdb.DuckDBPyConnection, catalog: str) -> int:
 
 def server_error(exc: BaseException, location: str) -> StoreError:
     """One line naming the server (password masked) for an error met on it."""
-    first = _first_line(exc)
+    first = display(_first_line(exc))  # DuckDB repeats the connection string, password too
     lower = str(exc).lower()
     where = display(location)
     if "connection refused" in lower or "could not connect" in lower or "timeout" in lower:
