@@ -362,8 +362,20 @@ class StoreConnection:
     def _migrate_server(self) -> None:
         """All pending migrations in one transaction under the server's migration lock
         (sessions starting together on a new store migrate it once, in turn)."""
-        from .server import lock_migrations
+        from .server import lock_migrations, raced
 
+        for attempt in range(5):
+            try:
+                self._migrate_server_once(lock_migrations)
+                return
+            except StoreError as exc:
+                if attempt == 4 or not raced(exc):
+                    raise
+                # Another session migrated while we waited for the lock, and our snapshot
+                # predates its commit: forget DuckDB's copy of the catalog and look again.
+                self.db.execute("CALL pg_clear_cache()")
+
+    def _migrate_server_once(self, lock_migrations: Any) -> None:
         with self.transaction():
             lock_migrations(self.db, CATALOG)
             self.db.execute(

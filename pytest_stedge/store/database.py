@@ -144,6 +144,19 @@ class Store(StoreConnection):
         rows = list(rows)
         if not rows:
             return
+        for attempt in range(5 if self.server else 1):
+            try:
+                self._add_items_once(run_id, rows, replace)
+                return
+            except StoreError as exc:
+                from .server import is_unique_violation
+
+                # Two sessions stored the same new case at once: the server refused the
+                # second; its next attempt sees the first one's row and skips it.
+                if attempt == 4 or not (self.server and is_unique_violation(exc)):
+                    raise
+
+    def _add_items_once(self, run_id: int, rows: list[ItemRow], replace: bool) -> None:
         now = _now()
         cases = {
             (r.case_name, r.model_sha256, r.options_hash): (

@@ -56,6 +56,9 @@ def attach_server(
 ) -> None:
     """Load the extension and ATTACH the server's database as ``catalog`` (default)."""
     db.execute("SET enable_progress_bar = false")  # a slow query must not draw on stderr
+    # One thread, so one server connection per store: parallel scans each take a pooled
+    # connection into the transaction, and under load one of those joins failed (BEGIN).
+    db.execute("SET threads = 1")
     try:
         db.execute(f"LOAD '{_literal(str(extension_path()))}'")
     except duckdb.Error as exc:
@@ -117,6 +120,12 @@ def server_error(exc: BaseException, location: str) -> StoreError:
     if "authentication" in lower or "password" in lower:
         return StoreError(f"PostgreSQL store {where} refused the login: {first}")
     return StoreError(f"PostgreSQL store {where}: {first}")
+
+
+def raced(exc: BaseException) -> bool:
+    """Whether ``exc`` is a schema change another session made first (tried again)."""
+    text = str(exc).lower()
+    return "already exists" in text or is_unique_violation(exc)
 
 
 def is_unique_violation(exc: BaseException) -> bool:
