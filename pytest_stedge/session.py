@@ -58,6 +58,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     Raises UsageError on bad requests, before any run is recorded: a session that stops
     on a usage error leaves no run behind.
     """
+    _refuse_remote_workers(config)
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
     roots += [Path(p) for p in config.getini("stedge_roots") or []]
     discovery = config.hook.pytest_stedge_discover_toolchains(config=config, roots=roots)
@@ -91,6 +92,30 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
             raise pytest.UsageError(str(exc)) from None
         state.work.run_id = controller.run_id
         state.work.run_uuid = controller.run_uuid
+
+
+def _refuse_remote_workers(config: pytest.Config) -> None:
+    """xdist workers on other hosts (``--tx ssh=...``, ``socket=...``) would get this
+    machine's install paths, board ports and work folder: refuse them, before any run
+    is recorded, and say what serves instead."""
+    specs = getattr(config.option, "tx", None) or []
+    if not specs:
+        return
+    import execnet
+
+    remote = []
+    for text in specs:
+        spec = execnet.XSpec(text.split("*", 1)[-1])  # "4*popen" is four local workers
+        if spec.ssh or spec.socket or getattr(spec, "vagrant_ssh", None):
+            remote.append(text)
+    if remote:
+        raise pytest.UsageError(
+            f"--tx {', '.join(remote)}: pytest-stedge runs xdist workers on this machine "
+            "only (its installs, boards and work folder are this machine's paths). To "
+            "spread a corpus over machines, run one session per machine on its own shard "
+            "into one shared store: pytest corpus --stedge-shard K/N --stedge-run-group ID "
+            "--stedge-db postgresql://USER@HOST/DB (see the README's 'Team store')"
+        )
 
 
 def _load_baseline(

@@ -243,8 +243,8 @@ def _cells(bug: BugInfo, findings: Sequence[FindingView], versions: Sequence[str
         if not mine:
             cells.append(Cell(status="not-run", text=STATUS_TEXT["not-run"]))
             continue
-        newest = max(f.run_id for f in mine)
-        current = [f for f in mine if f.run_id == newest]
+        newest = max(f.group_run for f in mine)  # a run group (CI shards) is one run
+        current = [f for f in mine if f.group_run == newest]
         statuses = {f.status for f in current}
         status = next(
             (s for s in ("reproduced", "not-reproduced") if s in statuses), "unknown"

@@ -299,7 +299,8 @@ class Store(StoreConnection):
         return [str(r[0]) for r in rows]
 
     def metric_rows(
-        self, *, versions: Sequence[str] | None = None, latest_only: bool = True
+        self, *, versions: Sequence[str] | None = None, latest_only: bool = True,
+        run_groups: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Long-form metrics (run_id, case_name, stage, version, metric, value, unit, outcome,
         model_sha256, options_hash, started_at).
@@ -312,6 +313,9 @@ class Store(StoreConnection):
         if versions:
             where += f" AND i.version IN ({', '.join('?' for _ in versions)})"
             params += list(versions)
+        if run_groups:  # only the runs of these logical runs (the shards of a pipeline)
+            where += f" AND r.run_group IN ({', '.join('?' for _ in run_groups)})"
+            params += list(run_groups)
         sql = f"""
             WITH latest AS (
                 SELECT i.run_id, i.nodeid, i.case_name, i.stage, i.version, i.outcome,
@@ -349,10 +353,42 @@ class Store(StoreConnection):
         item["metrics"] = {r["metric"]: r["value"] for r in metrics}
         return item
 
+    def run_groups(self, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Logical runs (``--stedge-run-group``), newest first: ``run_group``, ``run_ids``,
+        ``shards`` (``K/N`` each), ``items``, ``failed``, ``statuses``, ``started_at``, and
+        ``complete`` (every shard 1..N of the group is stored, or it was not sharded).
+
+        :param names: only these groups (default: all).
+        """
+        where = "r.run_group IS NOT NULL"
+        params: list[Any] = []
+        if names:
+            where += f" AND r.run_group IN ({', '.join('?' for _ in names)})"
+            params += list(names)
+        rows = self._dicts(
+            "SELECT r.run_group, list(DISTINCT r.run_id ORDER BY r.run_id) AS run_ids, "
+            "list(DISTINCT r.shard ORDER BY r.shard) FILTER (WHERE r.shard IS NOT NULL) AS shards, "
+            "list(DISTINCT r.status ORDER BY r.status) AS statuses, "
+            "min(r.started_at) AS started_at, count(i.nodeid) AS items, "
+            "count(i.nodeid) FILTER (WHERE i.outcome IN ('failed', 'error')) AS failed "
+            f"FROM runs r LEFT JOIN items i USING (run_id) WHERE {where} "
+            "GROUP BY r.run_group ORDER BY max(r.run_id) DESC",
+            params,
+        )
+        for row in rows:
+            row["shards"] = list(row["shards"] or [])
+            row["missing"] = missing_shards(row["shards"])
+            row["complete"] = not row["missing"]
+        return rows
+
     def findings(self, *, bug_id: str | None = None) -> list[dict[str, Any]]:
-        """Stored findings (newest run first), with the run's start time."""
+        """Stored findings (newest run first), with the run's start time and
+        ``group_run``: the newest run of its run group (its own id when not grouped), so
+        the shards of one pipeline count as one run."""
         sql = (
-            "SELECT f.*, r.started_at FROM findings f JOIN runs r USING (run_id)"
+            "SELECT f.*, r.started_at, max(r.run_id) OVER (PARTITION BY "
+            "coalesce(r.run_group, 'run ' || CAST(r.run_id AS VARCHAR))) AS group_run "
+            "FROM findings f JOIN runs r USING (run_id)"
             + (" WHERE f.bug_id = ?" if bug_id else "")
             + " ORDER BY f.run_id DESC, f.case_name, f.version"
         )
@@ -441,3 +477,13 @@ def writable(path: Path | str) -> bool:
     """Whether the store file (or its folder, for a new store) can be written by us."""
     file = Path(path)
     return os.access(file if file.exists() else file.parent, os.W_OK)
+
+
+def missing_shards(shards: Sequence[str]) -> list[str]:
+    """Shards ``K/N`` a group of ``shards`` lacks (none when it was not sharded)."""
+    counts = {int(s.split("/")[1]) for s in shards}
+    if not counts:
+        return []
+    have = {s for s in shards}
+    want = {f"{k}/{n}" for n in counts for k in range(1, n + 1)}
+    return sorted(want - have, key=lambda s: tuple(int(x) for x in s.split("/")))
