@@ -163,7 +163,9 @@ def explaining_bug(registry: BugRegistry | None, verdict: Verdict, version: str 
     """A known bug that affects ``version`` and whose signature matched this item."""
     if registry is None or version is None:
         return None
-    for finding in verdict.findings:
+    # a bug this case reproduces explains it before a signature that merely matches here
+    ranked = sorted(verdict.findings, key=lambda f: not (f.get("evidence") or {}).get("reproducer"))
+    for finding in ranked:
         if finding["status"] != "reproduced":
             continue
         bug = registry.get(finding["bug_id"])

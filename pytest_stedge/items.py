@@ -130,12 +130,17 @@ class StedgeItem(pytest.Item):
         )
         row.findings = verdict.findings
         row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        row.baseline_version = verdict.baseline_version
         if self.version is not None:
             state.baselines.remember(self.case.name, self.stage, self.version, row)
-        if verdict.failed:
+        errors = _recorded_errors(result) if row.recorded else []
+        if verdict.failed or errors:
             bug = explaining_bug(registry, verdict, self.version)
             title = f"{self.case.name} {self.name}"
-            message = failure_message(title, verdict, update_hint=not state.settings.update)
+            parts = [failure_message(title, verdict, update_hint=not state.settings.update)] if verdict.failed else []
+            if errors:
+                parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
+            message = "\n\n".join(parts)
             if bug is not None and self.version is not None:
                 # a known bug is not a new normal: --stedge-update leaves it alone
                 xfail_known_bug(bug, self.version, message.splitlines()[0])
@@ -151,7 +156,7 @@ class StedgeItem(pytest.Item):
                         if c.old is not None and c.new is not None
                     },
                 }
-            raise StedgeCheckFailure(message, verdict.summary_lines())
+            raise StedgeCheckFailure(message, verdict.summary_lines() + [f"recorded error: {e}" for e in errors])
         fixed = looks_fixed(registry, self.case, verdict, self.version)
         if fixed is not None and self.version is not None:
             self.add_marker(xpass_marker(fixed, self.version))
@@ -284,6 +289,15 @@ class StedgeItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
         return self.path, None, f"{self.case.name}: {self.stage}{version}"
+
+
+def _recorded_errors(result: Result) -> list[str]:
+    """The error diagnostics of a replayed recording (a board that never answered ...)."""
+    return [
+        str(d.get("kind") or d.get("code") or "error")
+        for d in result.get("diagnostics") or []
+        if isinstance(d, dict) and d.get("level") == "error"
+    ]
 
 
 def _child_id(parent: pytest.Collector, name: str) -> str:
