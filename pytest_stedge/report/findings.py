@@ -12,10 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .data import FindingView
+
+class FindingView(Protocol):
+    """What this module reads of a finding (pytest_stedge.report.data.FindingView)."""
+
+    bug_id: str
+    status: str
+    case_name: str
+    stage: str
+    version: str
+    run_id: int
+    reproducer: bool
+    evidence: list[tuple[str, str]]
 
 STATUS_TEXT = {
     "reproduced": "reproduced",
@@ -63,9 +73,12 @@ def version_status(findings: Sequence[FindingView], reproducers: Sequence[str]) 
     return VersionStatus(status, deciding, newest, elsewhere)
 
 
-def by_bug_and_version(findings: Iterable[FindingView]) -> dict[tuple[str, str], list[FindingView]]:
+F = TypeVar("F", bound=FindingView)
+
+
+def by_bug_and_version(findings: Iterable[F]) -> dict[tuple[str, str], list[F]]:
     """Findings grouped by (bug id, version)."""
-    out: dict[tuple[str, str], list[FindingView]] = {}
+    out: dict[tuple[str, str], list[F]] = {}
     for f in findings:
         out.setdefault((f.bug_id, f.version), []).append(f)
     return out
