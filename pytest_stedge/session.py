@@ -291,9 +291,8 @@ class StedgeController:
     def _write_changes(self, write: Any) -> None:
         """Per case, the metrics that moved against the baseline, regressions first."""
         from .diff import ChangeKind, DiffReport, MetricChange
-        from .report.table import format_table
-
         from .recordings import release_key
+        from .report.table import format_table
 
         pairs = sorted(self.summary.changes, key=lambda p: (release_key(p[1]), release_key(p[0])))
         for base, head in pairs:
