@@ -108,53 +108,77 @@ class Change:
         return math.inf if pct is None else abs(pct)
 
 
-def release_changes(store: Store, versions: Sequence[str], default_band: str = "0") -> list[Change]:
-    """Every regression, improvement and not-comparable move between each (case, stage)'s
+def release_changes(
+    store: Store, versions: Sequence[str], default_band: str = "0", *, keep: int = 100
+) -> tuple[list[Change], dict[tuple[str, str, str], int]]:
+    """Regressions, improvements and not-comparable moves between each (case, stage)'s
     consecutive stored versions, with the case's ``[baseline]`` bands when its case.toml
-    is still on disk."""
+    is still on disk: the ``keep`` largest of each (base, head, kind), and the count of
+    each. Classified on numpy columns: a store where every metric moves every release
+    has millions of them."""
+    import numpy as np
+
     from pytest_stedge.store.history import case_paths, consecutive_changes
 
     cols = consecutive_changes(store, DIRECTED, versions)
     if not len(cols):
-        return []
-    bands = _bands(case_paths(store))
-    default = parse_band(default_band)
+        return [], {}
     c = cols.columns
+    old = np.asarray(c["old"], dtype=float)
+    new = np.asarray(c["value"], dtype=float)
+    metric = np.asarray(c["metric"], dtype=np.int64)
+    case = np.asarray(c["case"], dtype=np.int64)
+    comparable = np.asarray(c["comparable"], dtype=bool)
+    default = parse_band(default_band)
+    allowed = np.abs(old) * default.value / 100.0 if default.relative else np.full(len(old), default.value)
+    band_text = np.full(len(old), default_band, dtype=object)
+    for name, bands in _bands(case_paths(store)).items():
+        if name not in cols.cases:
+            continue
+        mine = case == cols.cases.index(name)
+        for metric_name, text in bands.items():
+            if metric_name not in cols.metrics:
+                continue
+            mask = mine & (metric == cols.metrics.index(metric_name))
+            band = parse_band(text)
+            allowed[mask] = np.abs(old[mask]) * band.value / 100.0 if band.relative else band.value
+            band_text[mask] = text
+    valid = ~(np.isnan(old) | np.isnan(new))
+    moved = np.abs(new - old) > allowed + 1e-12 * np.maximum(1.0, np.abs(old))
+    lower = np.array([METRICS[m].direction == "lower" for m in cols.metrics])[metric]
+    worse = np.where(lower, new > old, new < old)
+    kinds = (ChangeKind.REGRESSED, ChangeKind.IMPROVED, ChangeKind.NOT_COMPARABLE)
+    kind = np.full(len(old), -1)
+    kind[valid & ~comparable] = 2
+    kind[valid & comparable & moved & worse] = 0
+    kind[valid & comparable & moved & ~worse] = 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = np.where(old == 0, np.inf, np.abs((new - old) / np.where(old == 0, 1, old)))
+    base = np.asarray(c["base"], dtype=np.int64)
+    head = np.asarray(c["version"], dtype=np.int64)
+    group = (base * len(cols.versions) + head) * 3 + kind
+    chosen = np.flatnonzero(kind >= 0)
+    order = chosen[np.lexsort((-size[chosen], group[chosen]))]
+    counts: dict[tuple[str, str, str], int] = {}
     out: list[Change] = []
-    for i in range(len(cols)):
-        old, new = c["old"][i], c["value"][i]
-        if old is None or new is None:
-            continue
-        old, new = float(old), float(new)
-        if math.isnan(old) or math.isnan(new):
-            continue
-        case_name = cols.cases[int(c["case"][i])]
-        metric = cols.metrics[int(c["metric"][i])]
-        band_text = bands.get(case_name, {}).get(metric, default_band)
-        band = default if band_text == default_band else parse_band(band_text)
-        if not bool(c["comparable"][i]):
-            kind = ChangeKind.NOT_COMPARABLE
-        elif abs(new - old) <= band.allowed(old) + 1e-12 * max(1.0, abs(old)):
-            continue
-        else:
-            worse = new > old if METRICS[metric].direction == "lower" else new < old
-            kind = ChangeKind.REGRESSED if worse else ChangeKind.IMPROVED
-        out.append(
-            Change(
-                base=cols.versions[int(c["base"][i])],
-                head=cols.versions[int(c["version"][i])],
-                case_name=case_name,
-                stage=cols.stages[int(c["stage"][i])],
-                metric=metric,
-                old=old,
-                new=new,
-                kind=kind,
-                band=band_text,
-                base_run=int(c["base_run"][i]),
-                head_run=int(c["run_id"][i]),
+    if not len(order):
+        return out, counts
+    keys, starts, lengths = np.unique(group[order], return_index=True, return_counts=True)
+    for key, start, length in zip(keys.tolist(), starts.tolist(), lengths.tolist()):
+        first = order[start]
+        pair = (cols.versions[int(base[first])], cols.versions[int(head[first])])
+        counts[(*pair, kinds[int(kind[first])].value)] = length
+        for i in order[start : start + min(length, keep)].tolist():
+            out.append(
+                Change(
+                    base=pair[0], head=pair[1], case_name=cols.cases[int(case[i])],
+                    stage=cols.stages[int(c["stage"][i])], metric=cols.metrics[int(metric[i])],
+                    old=float(old[i]), new=float(new[i]), kind=kinds[int(kind[i])],
+                    band=str(band_text[i]), base_run=int(c["base_run"][i]),
+                    head_run=int(c["run_id"][i]),
+                )
             )
-        )
-    return out
+    return out, counts
 
 
 def _bands(paths: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
 
 STATUSES = ("reproduced", "not-reproduced", "unknown", "not-run")
-CHANGES_SHOWN = 1000  # per kind and version pair; `stedge diff A B` lists every one
+CHANGES_SHOWN = 100  # per kind and version pair; `stedge diff A B` lists every one
 FIGURES = (  # a reproducer's figures on its bug page: (metric, column heading, unit)
     ("activations_bytes", "activations", "B"),
     ("weights_bytes", "weights", "B"),
@@ -224,8 +224,8 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
     for row in rows:
         _write_bug(render, out, row, by_bug.get(row.bug.id, []), versions, order, started, case_pages, figures)
 
-    changes = release_changes(store, versions)
-    pairs = _write_changes(render, out, changes, case_pages, order)
+    changes, counts = release_changes(store, versions, keep=CHANGES_SHOWN)
+    pairs = _write_changes(render, out, changes, counts, case_pages, order)
     render(
         "matrix.html.j2", out / "matrix.html", rows=rows, versions=versions,
         title="Known bugs by version", root="", statuses=STATUSES, status_text=STATUS_TEXT,
@@ -309,8 +309,8 @@ def _write_bug(
 
 
 def _write_changes(
-    render: Any, out: Path, changes: Sequence[Change], case_pages: Mapping[str, str],
-    order: Mapping[str, int],
+    render: Any, out: Path, changes: Sequence[Change], counts: Mapping[tuple[str, str, str], int],
+    case_pages: Mapping[str, str], order: Mapping[str, int],
 ) -> list[tuple[str, str, int, int, int]]:
     """changes.html: per pair of consecutive versions, regressions then improvements
     (largest first), then what moved but cannot be compared."""
@@ -321,15 +321,16 @@ def _write_changes(
     groups: dict[tuple[str, str, str], list[Change]] = {}
     for change in changes:
         groups.setdefault((change.base, change.head, change.kind.value), []).append(change)
-    pairs = sorted({(b, h) for b, h, _k in groups}, key=lambda p: (order[p[1]], order[p[0]]))
+    pairs = sorted({(b, h) for b, h, _k in counts}, key=lambda p: (order[p[1]], order[p[0]]))
     kinds = (ChangeKind.REGRESSED.value, ChangeKind.IMPROVED.value, ChangeKind.NOT_COMPARABLE.value)
     sections: list[ChangeGroup] = []
     summary = []
     for base, head in pairs:
-        counts = []
+        tally: list[int] = []
         for kind in kinds:
-            members = sorted(groups.get((base, head, kind), []), key=lambda c: (-c.size, c.case_name, c.metric))
-            counts.append(len(members))
+            members = groups.get((base, head, kind), [])  # the largest first, as kept
+            total = counts.get((base, head, kind), 0)
+            tally.append(total)
             if not members:
                 continue
             rows = []
@@ -349,9 +350,9 @@ def _write_changes(
                 ))
             sections.append(ChangeGroup(
                 base=base, head=head, kind=kind, anchor=slug(f"{base}-{head}-{kind}", "ch-"),
-                rows=rows, more=max(0, len(members) - CHANGES_SHOWN),
+                rows=rows, more=max(0, total - len(rows)),
             ))
-        summary.append((base, head, *counts))
+        summary.append((base, head, *tally))
     render("changes.html.j2", out / "changes.html", groups=sections, pairs=summary,
            title="Changes between releases", root="")
     return summary  # type: ignore[return-value]
@@ -431,21 +432,29 @@ def _case_page(
              series("activations_lower_bound_bytes", "oracle lower bound", "lower_bound", True)],
             unit="B", quantity="activation memory",
         ))
-    for metric, label, title, color, unit, quantity in (
-        ("weights_bytes", "weights", "Weights across versions", "weights", "B", "weights"),
-        ("activations_ratio", "ratio to lower bound",
-         "Activations / oracle lower bound across versions", "ratio", "x", "ratio to lower bound"),
-        ("macc", "MACC", "MACC across versions", "head", "MACC", "multiply-accumulates"),
-        ("val_cos", "cos", "Cosine similarity to the reference across versions", "improved", "",
-         "cosine (worst output)"),
-        ("duration_ms", "time per inference", "Time per inference across versions", "board",
-         "ms", "time per inference"),
+    if shown and has("weights_bytes"):
+        out.append(charts.line_chart(
+            "Weights across versions", shown, [series("weights_bytes", "weights", "weights")],
+            unit="B", quantity="weights",
+        ))
+    # figures of unlike units on one chart, each divided by its value in the case's first
+    # version that has it: a per-case normalisation, so no metric dwarfs the others
+    relative = []
+    for metric, label, color in (
+        ("activations_ratio", "activations / lower bound", "ratio"),
+        ("macc", "MACC", "head"),
+        ("val_cos", "cos", "improved"),
+        ("duration_ms", "time per inference", "board"),
     ):
-        if shown and has(metric):
-            out.append(charts.line_chart(
-                title, shown, [series(metric, label, color)], unit=unit, quantity=quantity,
-                zero_based=metric != "val_cos",
-            ))
+        raw = [values[v].get(metric) for v in shown]
+        first = next((x for x in raw if x), None)
+        if first:
+            relative.append(Series(label, [None if x is None else x / first for x in raw], color))
+    if relative:
+        out.append(charts.line_chart(
+            "Other figures across versions, relative to the first version", shown, relative,
+            unit="x", quantity="value / first version's value", zero_based=False,
+        ))
     with_epochs = [v for v in shown if any(f"epochs_{k}" in values[v] for k in EPOCH_KINDS)]
     if with_epochs:
         out.append(
