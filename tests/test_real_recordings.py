@@ -173,7 +173,7 @@ def test_dashboard_and_run_report_agree_on_every_finding(replayed: dict[str, Any
     assert head is not None
     versions = re.findall(r"<th>([^<]+)</th>", head.group(1))
     cells: dict[tuple[str, str], str] = {}
-    for bug_id, row in re.findall(r'<tr><th><a href="bugs/[^"]+">([^<]+)</a>(.*?)</tr>', html, re.S):
+    for bug_id, row in re.findall(r'<tr><th><a href="bugs/[^"]+">([^<]+)</a>(.*?)</tr>', html, re.DOTALL):
         statuses = re.findall(r'data-status="([^"]+)"', row)
         assert len(statuses) == len(versions)
         cells.update({(bug_id, v): s for v, s in zip(versions, statuses)})
