@@ -141,6 +141,12 @@ class StedgeItem(pytest.Item):
             if errors:
                 parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
             message = "\n\n".join(parts)
+            summary = verdict.summary_lines() + [f"recorded error: {e}" for e in errors]
+            if self.stage == "validate-target":  # where a per-layer search saw it start
+                from .board.plugin import divergence_lines
+
+                message += "".join(f"\n{line}" for line in divergence_lines(result))
+                summary += divergence_lines(result)
             if bug is not None and self.version is not None:
                 # a known bug is not a new normal: --stedge-update leaves it alone
                 xfail_known_bug(bug, self.version, message.splitlines()[0])
@@ -156,7 +162,7 @@ class StedgeItem(pytest.Item):
                         if c.old is not None and c.new is not None
                     },
                 }
-            raise StedgeCheckFailure(message, verdict.summary_lines() + [f"recorded error: {e}" for e in errors])
+            raise StedgeCheckFailure(message, summary)
         fixed = looks_fixed(registry, self.case, verdict, self.version)
         if fixed is not None and self.version is not None:
             self.add_marker(xpass_marker(fixed, self.version))
