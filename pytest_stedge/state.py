@@ -183,7 +183,7 @@ class ModelFacts:
     def __init__(self, work: WorkFolders) -> None:
         self.work = work
         self._sha: dict[Path, str] = {}
-        self._oracle: dict[Path, dict[str, Any] | OracleError] = {}
+        self._oracle: dict[tuple[Path, str], dict[str, Any] | OracleError] = {}
 
     def sha256(self, case: Case) -> str:
         """sha256 of the case's model (cached per process)."""
@@ -192,20 +192,31 @@ class ModelFacts:
         return self._sha[case.model]
 
     def oracle_report(self, case: Case) -> dict[str, Any]:
-        """The oracle's analysis of the case's model; raises the OracleError it gave."""
-        cached = self._oracle.get(case.model)
+        """The oracle's analysis of the case's model as the case's target, options and
+        mpool deploy it; raises the OracleError it gave. Cached per (model, deployment)."""
+        from .oracle import case_deployment
+
+        try:
+            deployment = case_deployment(case)
+        except OracleError as exc:
+            raise exc from None
+        key = json.dumps(deployment.key(), sort_keys=True)
+        cached = self._oracle.get((case.model, key))
         if cached is None:
-            cached = self._shared_oracle(case)
-            self._oracle[case.model] = cached
+            cached = self._shared_oracle(case, deployment, key)
+            self._oracle[(case.model, key)] = cached
         if isinstance(cached, OracleError):
             raise cached
         return cached
 
-    def _shared_oracle(self, case: Case) -> dict[str, Any] | OracleError:
-        from .oracle import analyze_model
+    def _shared_oracle(self, case: Case, deployment: Any, key: str) -> dict[str, Any] | OracleError:
+        import hashlib
+
+        from .oracle import analyze_deployed
 
         folder = self.work.run_dir() / "oracle"
-        path = folder / f"{self.sha256(case)}.json"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        path = folder / f"{self.sha256(case)}-{digest}.json"
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -213,7 +224,7 @@ class ModelFacts:
         if isinstance(saved, dict):
             return OracleError(saved["error"]) if "error" in saved else saved
         try:
-            report: dict[str, Any] | OracleError = analyze_model(case.model)
+            report: dict[str, Any] | OracleError = analyze_deployed(case.model, deployment)
         except OracleError as exc:
             report = exc
         data = {"error": str(report)} if isinstance(report, OracleError) else report

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_stedge.corpus import Case
+
+    from .deploy import Deployment
 
 
 def analyze_model(
@@ -34,6 +39,28 @@ def analyze_model(
     return _analyze(path, details=details, target=target, options=options, mpool=mpool)
 
 
+def case_deployment(case: Case) -> Deployment:
+    """The deployment of a corpus case: its target, options, Neural-ART profile and mpool."""
+    from .deploy import deployment_for
+
+    options = list(case.options)
+    mpool = None
+    if case.neural_art is not None:
+        options.append("--st-neural-art")
+        mpool = case.neural_art.mpool
+    elif case.memory_pool is not None:
+        mpool = case.memory_pool
+    return deployment_for(case.target, options, mpool)
+
+
+def analyze_deployed(path: Path | str, deployment: Deployment) -> dict[str, Any]:
+    """The oracle report of a model for an already chosen deployment."""
+    from .memory import analyze_graph
+    from .model_files import open_graph
+
+    return analyze_graph(open_graph(path), deployment=deployment)
+
+
 def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str) -> dict[str, Any]:
     """See :func:`pytest_stedge.oracle.cinfo.explain_c_info`."""
     from .cinfo import explain_c_info as _explain
@@ -41,4 +68,4 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
     return _explain(model, c_info)
 
 
-__all__ = ["analyze_model", "explain_c_info"]
+__all__ = ["analyze_deployed", "analyze_model", "case_deployment", "explain_c_info"]

@@ -18,29 +18,15 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import OracleError
 
+from .cinfo_buffers import ToolBuffer, profile
+
 _EXTERNAL_NAME = re.compile(r"ext|sdram|hyper|psram|xspi|ospi|octo|flash", re.IGNORECASE)
 _EXTERNAL_BASE = 0x60000000  # FMC/OCTOSPI windows on STM32; internal SRAM sits below
-
-
-@dataclass
-class ToolBuffer:
-    """One activation buffer of the tool, with what kind of tensor it is."""
-
-    name: str
-    pool: int
-    offset: int
-    size: int
-    start: int
-    end: int
-    scratch: bool
-    is_float: bool
-    kind: str = "core"  # core | cut_16bit | copies | float_conversions | pad_layers | scratch
 
 
 def _address(value: Any) -> int | None:
@@ -143,41 +129,6 @@ def _buffers(data: dict[str, Any], pools: dict[int, dict[str, Any]]) -> list[Too
                 kind=_kind(b, scratch, is_float, has_16),
             )
         )
-    return out
-
-
-def _union(spans: list[tuple[int, int]]) -> int:
-    total, top = 0, None
-    for lo, hi in sorted(spans):
-        if top is None or lo > top:
-            total += hi - lo
-            top = hi
-        elif hi > top:
-            total += hi - top
-            top = hi
-    return total
-
-
-def _profile(bufs: list[ToolBuffer], align: int = 1) -> list[int]:
-    """Bytes live at each epoch: the union of live address ranges."""
-    if not bufs:
-        return [0]
-    nsteps = max(b.end for b in bufs) + 1
-    starts: list[list[ToolBuffer]] = [[] for _ in range(nsteps)]
-    for b in bufs:
-        starts[max(b.start, 0)].append(b)
-    live: list[ToolBuffer] = []
-    out = []
-    for t in range(nsteps):
-        live.extend(starts[t])
-        spans = []
-        for b in live:
-            hi = b.offset + b.size
-            if align > 1:
-                hi = -(-hi // align) * align
-            spans.append((b.offset, hi))
-        out.append(_union(spans))
-        live = [b for b in live if b.end > t]
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .cinfo import ToolBuffer, _profile
+from .cinfo_buffers import ToolBuffer, profile
 
 ADDED_KINDS = ("cut_16bit", "copies", "float_conversions", "pad_layers", "scratch")
 _WORDS = {
@@ -131,9 +131,9 @@ def explain_parts(
     overlay = align = reuse = 0
     rows = []
     for p, pool in pools.items():
-        union = max(_profile(by_pool[p]))
+        union = max(profile(by_pool[p]))
         alignment = int(pool.get("alignment") or 1)
-        aligned = max(_profile(by_pool[p], alignment)) if alignment > 1 else union
+        aligned = max(profile(by_pool[p], alignment)) if alignment > 1 else union
         capped = max(min(aligned, used[p]), union)
         overlay += union - live_p[p]
         align += capped - union

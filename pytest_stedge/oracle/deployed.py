@@ -14,7 +14,16 @@ from __future__ import annotations
 from .deploy import Deployment
 from .facts import QdqInfo
 from .graph import Graph
-from .liveness import VIEW_OPS, Buffer, Liveness
+from .liveness import VIEW_OPS, Buffer, Liveness, analyze_liveness, finish
+
+
+def deployed_liveness(graph: Graph, qdq: QdqInfo, deployment: Deployment | None) -> Liveness:
+    """The liveness of ``graph`` as ``deployment`` runs it (None: the graph as exported)."""
+    live = analyze_liveness(graph, qdq, int64_as_int32=deployment is not None)
+    if deployment is None:
+        return live
+    apply_deployment(graph, qdq, live, deployment)
+    return finish(live)
 
 
 def apply_deployment(graph: Graph, qdq: QdqInfo, live: Liveness, deployment: Deployment) -> None:

@@ -13,13 +13,9 @@ and outputs are counted together.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .facts import QdqInfo
 from .graph import DQ_OPS, Q_OPS, Graph, elem_bytes, is_compute
-
-if TYPE_CHECKING:
-    from .deploy import Deployment
 
 _INT8 = 3  # TensorProto.INT8
 _INT32 = 6
@@ -90,20 +86,18 @@ class _Aliases:
             self.parent[a] = b
 
 
-def analyze_liveness(
-    graph: Graph, qdq: QdqInfo, deployment: Deployment | None = None
-) -> Liveness:
+def analyze_liveness(graph: Graph, qdq: QdqInfo, *, int64_as_int32: bool = False) -> Liveness:
     """Build the deployed buffers and steps of ``graph`` and compute the bound.
 
-    With a ``deployment`` the target's rules apply (:mod:`.deployed`): int64
-    inputs as int32, I/O outside the activations, NPU streaming, MCU overlay.
+    The target's own rules (I/O placement, NPU streaming, MCU overlay) are applied on
+    top by :func:`pytest_stedge.oracle.deployed.deployed_liveness`.
     """
     nodes = graph.nodes
     const = graph.constants
     aliases = _Aliases()
     # Deployed element type of the tensors stored in int8 (float inputs included).
     dtype_of: dict[str, int] = dict.fromkeys(qdq.int8_inputs, _INT8)
-    if deployment is not None:  # no stedgeai runtime has int64 tensors: they become int32
+    if int64_as_int32:  # no stedgeai runtime has int64 tensors: they become int32
         dtype_of.update(
             (name, _INT32) for name, info in graph.tensors.items() if info.dtype == _INT64
         )
@@ -218,12 +212,7 @@ def analyze_liveness(
         buffers.append(Buffer(root, size, start.get(root, 0), end[root], groups[root]))
 
     root_of = {m: b.name for b in buffers for m in b.members}
-    live = Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of)
-    if deployment is not None:
-        from .deployed import apply_deployment
-
-        apply_deployment(graph, qdq, live, deployment)
-    return finish(live)
+    return finish(Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of))
 
 
 def finish(live: Liveness) -> Liveness:

@@ -9,7 +9,8 @@ from typing import Any
 from .deploy import Deployment, deployment_for
 from .facts import classify, op_counts, weights
 from .graph import Graph
-from .liveness import Liveness, analyze_liveness
+from .deployed import deployed_liveness
+from .liveness import Liveness
 from .planner import Item, Plan, plan_offsets
 
 
@@ -36,7 +37,7 @@ def analyze_graph(
 ) -> dict[str, Any]:
     """The oracle report of an already built graph (see :func:`analyze_model`)."""
     qdq = classify(graph)
-    live = analyze_liveness(graph, qdq, deployment)
+    live = deployed_liveness(graph, qdq, deployment)
     plan = memory_plan(live)
     expected = memory_plan(live, deployment.alignment) if deployment else plan
     params, weight_bytes = weights(graph)
