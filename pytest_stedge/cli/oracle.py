@@ -141,9 +141,10 @@ def _oracle(args: argparse.Namespace) -> int:
     if args.target is None and args.c_info is not None and not options:
         from pytest_stedge.oracle.cinfo import load_c_info, run_arguments
 
-        target, options = run_arguments(load_c_info(args.c_info))  # the run's own deployment
-    if target is not None and args.target is None and not options:
-        options = []
+        from pytest_stedge.oracle.deploy import deployment_options
+
+        target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
+        options = deployment_options(words)
     report = analyze_model(
         args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
     )

@@ -248,8 +248,12 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
     else:
         from .memory import analyze_model
 
+        from .deploy import deployment_options
+
         target, options = run_arguments(data)
-        report = analyze_model(model, target=target or "stm32n6", options=options)
+        report = analyze_model(
+            model, target=target or "stm32n6", options=deployment_options(options)
+        )
     pools = {int(p["id"]): p for p in _counted_pools(data)}
     bufs = _buffers(data, pools)
     pairing = (

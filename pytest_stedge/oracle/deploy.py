@@ -157,3 +157,13 @@ def read_pools(path: Path) -> tuple[int | None, str, int | None]:
     ]
     align = max(widths) if widths and max(widths) > 0 else None
     return onchip or None, hashlib.sha256(raw).hexdigest(), align
+
+
+# The options of a recorded command line that move the floor; file arguments (pools,
+# profiles) name files on the machine that ran the tool and are left out.
+_FLAGS = ("--st-neural-art", "--no-inputs-allocation", "--no-outputs-allocation")
+
+
+def deployment_options(words: Sequence[str]) -> list[str]:
+    """The flags of a recorded command line that the oracle's deployment reads."""
+    return [w for w in words if w.split("=", 1)[0] in _FLAGS]

@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .deploy import deployment_options
+
+__all__ = ["RealPair", "deployment_options", "pair_row", "real_pairs"]
+
 MODEL_SUFFIXES = (".onnx", ".tflite")
 _COMMAND = re.compile(r"(?:^|\s)(?:generate|analyze|validate)\s+.*--target\s+\S+")
 # Report tables print pool use in kB with 3 decimals: a figure read from them is
@@ -145,16 +149,6 @@ def _target(words: list[str]) -> str | None:
         if word == "--target" and k + 1 < len(words):
             return words[k + 1]
     return None
-
-
-# The options of a recorded command line that move the floor; file arguments (pools,
-# profiles) name files on the machine that ran the tool and are left out.
-_FLAGS = ("--st-neural-art", "--no-inputs-allocation", "--no-outputs-allocation")
-
-
-def deployment_options(words: list[str]) -> list[str]:
-    """The flags of a recorded command line that the oracle's deployment reads."""
-    return [w for w in words if w.split("=", 1)[0] in _FLAGS]
 
 
 def pair_row(pair: RealPair) -> dict[str, Any]:
