@@ -26,9 +26,15 @@ def memory_plan(live: Liveness, alignment: int = 1) -> Plan:
         for b in live.resolved()
         if b.size and b.end >= b.start
     ]
-    bound = None
-    if alignment <= 1:
-        bound = live.lower_bound
+    # Stop at the liveness bound of the (aligned) sizes: no plan can beat it.
+    delta: dict[int, int] = {}
+    for it in items:
+        delta[it.start] = delta.get(it.start, 0) + it.size
+        delta[it.end + 1] = delta.get(it.end + 1, 0) - it.size
+    bound = running = 0
+    for step in sorted(delta):
+        running += delta[step]
+        bound = max(bound, running)
     return plan_offsets(items, lower_bound=bound)
 
 
@@ -39,7 +45,9 @@ def analyze_graph(
     qdq = classify(graph)
     live = deployed_liveness(graph, qdq, deployment)
     plan = memory_plan(live)
-    expected = memory_plan(live, deployment.alignment) if deployment else plan
+    alignment = deployment.alignment if deployment else 1
+    aligned = all(b.size % alignment == 0 for b in live.resolved() if b.size)
+    expected = plan if aligned else memory_plan(live, alignment)
     params, weight_bytes = weights(graph)
     nodes = graph.nodes
     known = bool(live.resolved())
