@@ -12,6 +12,7 @@ reaches the liveness bound on every light model and every model of
 from __future__ import annotations
 
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,13 +21,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-import sys
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tflite_builder import detector  # noqa: E402
+from tflite_builder import detector
 
-from pytest_stedge.oracle import analyze_model  # noqa: E402
+from pytest_stedge.oracle import analyze_model
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real-cases"
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"

@@ -140,7 +140,6 @@ def _oracle(args: argparse.Namespace) -> int:
     target = args.target
     if args.target is None and args.c_info is not None and not options:
         from pytest_stedge.oracle.cinfo import load_c_info, run_arguments
-
         from pytest_stedge.oracle.deploy import deployment_options
 
         target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment

@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_stedge.errors import OracleError
 
-from .cinfo_buffers import ToolBuffer, profile
+from .cinfo_buffers import ToolBuffer
 
 _EXTERNAL_NAME = re.compile(r"ext|sdram|hyper|psram|xspi|ospi|octo|flash", re.IGNORECASE)
 _EXTERNAL_BASE = 0x60000000  # FMC/OCTOSPI windows on STM32; internal SRAM sits below
@@ -246,9 +246,8 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
     if model is None or isinstance(model, dict):
         report = model
     else:
-        from .memory import analyze_model
-
         from .deploy import deployment_options
+        from .memory import analyze_model
 
         target, options = run_arguments(data)
         report = analyze_model(

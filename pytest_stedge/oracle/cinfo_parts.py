@@ -100,7 +100,8 @@ def explain_parts(
     for kind in ADDED_KINDS:
         kinds.add(kind)
         count = sum(1 for b in unique if b.kind == kind)
-        new = max(level, S(lambda b, ks=frozenset(kinds): b.kind in ks))
+        chosen = frozenset(kinds)
+        new = max(level, S(lambda b: b.kind in chosen))
         part(kind, new - level, f"{count} buffer(s): {_WORDS[kind]}")
         level = new
     s_all = S(lambda b: True)

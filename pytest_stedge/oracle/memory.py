@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .deploy import Deployment, deployment_for
+from .deployed import deployed_liveness
 from .facts import classify, op_counts, weights
 from .graph import Graph
-from .deployed import deployed_liveness
 from .liveness import Liveness
 from .planner import Item, Plan, plan_offsets
 

@@ -36,11 +36,13 @@ PAD_CONSUMERS = CONV_OPS | POOL_OPS
 RULES: list[tuple[str, str, list[str]]] = [
     (
         "n6-io",
-        "Inputs and outputs are allocated in the activations (2.2+: 'input/output buffers "
-        "are allocated in the activations buffer'); a TFLite model keeps its declared I/O "
-        "types (a float32 input stays 4 bytes per element and a software Quantize makes its "
-        "int8 copy); a QDQ ONNX float input read by a QuantizeLinear is an int8 input, a "
-        "float output made by a DequantizeLinear an int8 output.",
+        (
+            "Inputs and outputs are allocated in the activations (2.2+: 'input/output buffers "
+            "are allocated in the activations buffer'); a TFLite model keeps its declared I/O "
+            "types (a float32 input stays 4 bytes per element and a software Quantize makes its "
+            "int8 copy); a QDQ ONNX float input read by a QuantizeLinear is an int8 input, a "
+            "float output made by a DequantizeLinear an int8 output."
+        ),
         [
             "n6-blazeface-2profiles/blazeface_front_128_quant_pc_ff_od_wider_face.tflite@2.2.0-profile-default-cli/generate-2025-08-25",
             "n6-yolo-micro-onnx/yolov8n_micro_224_int8.onnx@4.0.1-aistudio",
@@ -49,9 +51,11 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "n6-conv-pool-stream",
-        "A convolution (or depthwise convolution) whose output only feeds a pooling or MEAN "
-        "unit streams into it: the convolution output is never stored. The tool's figure is "
-        "input + output exactly (12,288 + 16 ... 64 B).",
+        (
+            "A convolution (or depthwise convolution) whose output only feeds a pooling or MEAN "
+            "unit streams into it: the convolution output is never stored. The tool's figure is "
+            "input + output exactly (12,288 + 16 ... 64 B)."
+        ),
         [
             "n6-micro-convs-4flows/baseline_conv2d_16f_3x3_int8.tflite@2.2.0-cubemx-target",
             "n6-micro-convs-4flows/baseline_conv2d_3x3_int8.tflite@4.0.0-aistudio",
@@ -61,9 +65,11 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "n6-activation-stream",
-        "A convolution's activation runs in the same epoch: Conv + Relu/Clip/LeakyRelu, and "
-        "SiLU written as Sigmoid(x) * x, never store the pre-activation tensor (yolov8n: the "
-        "unfused SiLU would need 3 x 200,704 B, the tool allocates 401,408 B in all).",
+        (
+            "A convolution's activation runs in the same epoch: Conv + Relu/Clip/LeakyRelu, and "
+            "SiLU written as Sigmoid(x) * x, never store the pre-activation tensor (yolov8n: the "
+            "unfused SiLU would need 3 x 200,704 B, the tool allocates 401,408 B in all)."
+        ),
         [
             "n6-yolo-micro-onnx/yolov8n_micro_224_int8.onnx@4.0.1-aistudio",
             "n6-yolo-micro-onnx/yolov11n_micro_224_int8.onnx@4.0.1-aistudio",
@@ -71,11 +77,13 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "n6-residual-add",
-        "A residual Add takes the convolution's output as a stream and the skip tensor from "
-        "memory: the convolution output that only feeds the Add is never stored. Bound, not "
-        "proven: no public N6 c_info of a residual network resolves its buffers; with this rule "
-        "the floor stays below the tool on these pairs (1,505,280 <= 2,107,392 B; 327,680 <= "
-        "540,672 B).",
+        (
+            "A residual Add takes the convolution's output as a stream and the skip tensor from "
+            "memory: the convolution output that only feeds the Add is never stored. Bound, not "
+            "proven: no public N6 c_info of a residual network resolves its buffers; with this rule "
+            "the floor stays below the tool on these pairs (1,505,280 <= 2,107,392 B; 327,680 <= "
+            "540,672 B)."
+        ),
         [
             "n6-mobilenetv2-224-onnx-irv/mobilenet_v2_224_int8.onnx@4.0.1-aistudio",
             "n6-blazeface-2profiles/blazeface_front_128_quant_pc_ff_od_wider_face.tflite@2.2.0-n6-allmems-O3-cubemx",
@@ -83,10 +91,12 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "n6-pad-into-consumer",
-        "A Pad (or the layout Transpose ST's front end puts before the first layer) whose "
-        "output only feeds a convolution or pooling is done by that unit's input DMA: the "
-        "padded or transposed tensor is never stored (the OE model's input Transpose: floor "
-        "12,304 B = the tool's figure; blazeface's 11 PAD: bound only, floor below the tool).",
+        (
+            "A Pad (or the layout Transpose ST's front end puts before the first layer) whose "
+            "output only feeds a convolution or pooling is done by that unit's input DMA: the "
+            "padded or transposed tensor is never stored (the OE model's input Transpose: floor "
+            "12,304 B = the tool's figure; blazeface's 11 PAD: bound only, floor below the tool)."
+        ),
         [
             "n6-micro-convs-4flows/baseline_conv2d_16f_3x3_int8_OE_3_3_0.onnx@2.2.0-cubemx-target",
             "n6-blazeface-2profiles/blazeface_front_128_quant_pc_ff_od_wider_face.tflite@2.2.0-profile-default-cli/analyze",
@@ -94,8 +104,10 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
     (
         "n6-float-not-fused",
-        "Float operators run in software epochs on the Cortex-M55 and never stream: a float "
-        "node keeps its tensors in memory at 4 bytes per element.",
+        (
+            "Float operators run in software epochs on the Cortex-M55 and never stream: a float "
+            "node keeps its tensors in memory at 4 bytes per element."
+        ),
         [
             "n6-blazeface-2profiles/blazeface_front_128_quant_pc_ff_od_wider_face.tflite@2.2.0-profile-default-cli/generate-2025-08-25",
         ],

@@ -10,13 +10,15 @@ from __future__ import annotations
 from .graph import Graph, Node
 from .rules_mcu import ALIGNMENT, overlays
 
-__all__ = ["ALIGNMENT", "RULES", "overlays", "Graph", "Node"]
+__all__ = ["ALIGNMENT", "RULES", "Graph", "Node", "overlays"]
 
 RULES: list[tuple[str, str, list[str]]] = [
     (
         "n6sw-runtime",
-        "Without --st-neural-art the N6 runs the software runtime: one heap_overlay_pool "
-        "(alignment 4), no epochs, the MCU overlay rules.",
+        (
+            "Without --st-neural-art the N6 runs the software runtime: one heap_overlay_pool "
+            "(alignment 4), no epochs, the MCU overlay rules."
+        ),
         [
             "n6-packetqc-tcn-qwen2/model_npu_int8.onnx@tcn/4.0.0",
             "n6-packetqc-tcn-qwen2/model_npu_qdq.onnx@qwen2-qdq/4.0.0-host",
