@@ -100,8 +100,7 @@ def explain_parts(
     for kind in ADDED_KINDS:
         kinds.add(kind)
         count = sum(1 for b in unique if b.kind == kind)
-        chosen = frozenset(kinds)
-        new = max(level, S(lambda b: b.kind in chosen))
+        new = max(level, _liveness([b for b in unique if b.kind in kinds], nsteps))
         part(kind, new - level, f"{count} buffer(s): {_WORDS[kind]}")
         level = new
     s_all = S(lambda b: True)
