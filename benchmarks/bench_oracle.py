@@ -21,9 +21,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus" / "nets"))
 
-from tflite_builder import detector
+from tflite_nets import detector
 
 from pytest_stedge.oracle import analyze_model
 

@@ -19,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus" / "nets"))
 
-from tflite_builder import detector
+from tflite_nets import detector
 
 from pytest_stedge.oracle import analyze_model
 from pytest_stedge.oracle.memory import analyze_graph

@@ -15,8 +15,8 @@ from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
 from pytest_stedge.oracle import analyze_model, explain_c_info
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from tflite_builder import micro_conv
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus" / "nets"))
+from tflite_nets import micro_conv
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "real-cases"
 MICRO = SHARED / "n6-micro-convs-4flows" / "conv2d_16f_3x3" / "2.2.0-cubemx-target"

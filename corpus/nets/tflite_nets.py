@@ -1,4 +1,4 @@
-"""Write small int8 TFLite models with LiteRT's flatbuffer schema (benchmarks and tests).
+"""Write small int8 TFLite models with LiteRT's flatbuffer schema (corpus, benchmarks, tests).
 
 ``detector(path)`` writes a YOLO-sized int8 detector: a strided convolution stem, a
 backbone of conv + depthwise + pointwise blocks with residual ADDs, and a head; about
@@ -107,6 +107,14 @@ class _Model:
         builder = flatbuffers.Builder(1024)
         builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
         path.write_bytes(bytes(builder.Output()))
+
+
+def micro_conv_bytes(filters: int = 16, seed: int = 0) -> bytes:
+    """The bytes of :func:`micro_conv` (for corpus/build.py recipes)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return micro_conv(Path(tmp) / "m.tflite", filters, seed).read_bytes()
 
 
 def detector(path: Path, seed: int = 0) -> Path:
