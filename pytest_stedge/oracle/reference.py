@@ -99,7 +99,7 @@ def _litert_outputs(path: Path, inputs: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     try:
-        from ai_edge_litert.interpreter import Interpreter
+        from ai_edge_litert.interpreter import Interpreter  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise OracleError(f"{path}: LiteRT (ai-edge-litert) is not installed: {exc}") from exc
     try:
