@@ -196,7 +196,14 @@ class Store(StoreConnection):
                 metric_value.append(float(value))
         conflict = "replace" if replace else "ignore"
         with self.transaction():
-            insert_rows(self.db, "cases", CASE_COLUMNS, list(cases.values()), on_conflict="ignore")
+            if self.server:
+                # DuckDB's INSERT OR REPLACE/IGNORE on a PostgreSQL table checks conflicts
+                # row by row over the wire (100 items: 20 s); plain INSERTs go as one COPY.
+                cases = self._unstored_cases(cases)
+                if replace:
+                    self._delete_items(run_id, [r.nodeid for r in rows])
+            insert_rows(self.db, "cases", CASE_COLUMNS, list(cases.values()),
+                        on_conflict="error" if self.server else "ignore")
             if not replace:  # keep what is stored: drop the new rows of stored items
                 stored = self.item_nodeids(run_id)
                 keep = [i for i, r in enumerate(rows) if r.nodeid not in stored]
@@ -207,6 +214,8 @@ class Store(StoreConnection):
                 metric_item = [t[0] for t in triples]
                 metric_name = [t[1] for t in triples]
                 metric_value = [t[2] for t in triples]
+            if self.server:
+                conflict = "error"  # nothing left to conflict with: stored items are gone
             insert_rows(self.db, "items", ITEM_COLUMNS, items, on_conflict=conflict)
             insert_rows(self.db, "findings", FINDING_COLUMNS, findings, on_conflict=conflict)
             if metric_item:
@@ -230,7 +239,8 @@ class Store(StoreConnection):
             "metric": ordered,
             "unit": [METRICS[n].unit if n in METRICS else None for n in ordered],
         }
-        verb = "INSERT OR REPLACE INTO" if conflict == "replace" else "INSERT OR IGNORE INTO"
+        verb = {"replace": "INSERT OR REPLACE INTO", "ignore": "INSERT OR IGNORE INTO",
+                "error": "INSERT INTO"}[conflict]
         with frames(self.db, _stedge_keys=keys, _stedge_names=metric_names,
                     _stedge_values={"item": item, "name": name, "value": value}):
             self.db.execute(
@@ -239,6 +249,28 @@ class Store(StoreConnection):
                 "FROM _stedge_values v JOIN _stedge_keys k ON v.item = k.item "
                 "JOIN _stedge_names n ON v.name = n.id",
                 [run_id],
+            )
+
+    def _unstored_cases(self, cases: dict[Any, tuple[Any, ...]]) -> dict[Any, tuple[Any, ...]]:
+        """The ``cases`` rows the store does not hold yet (inside the write transaction)."""
+        if not cases:
+            return cases
+        names = sorted({key[0] for key in cases})
+        stored = {
+            tuple(row) for row in self.db.execute(
+                "SELECT case_name, model_sha256, options_hash FROM cases WHERE case_name IN "
+                f"({', '.join('?' for _ in names)})", names,
+            ).fetchall()
+        }
+        return {key: row for key, row in cases.items() if key not in stored}
+
+    def _delete_items(self, run_id: int, nodeids: list[str]) -> None:
+        """Delete the stored rows of these items of ``run_id`` (to replace them)."""
+        marks = ", ".join("?" for _ in nodeids)
+        for table in ("metrics", "findings", "items"):
+            self.db.execute(
+                f"DELETE FROM {table} WHERE run_id = ? AND nodeid IN ({marks})",
+                [run_id, *nodeids],
             )
 
     def item_nodeids(self, run_id: int) -> set[str]:
