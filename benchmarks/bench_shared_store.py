@@ -26,10 +26,10 @@ sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "tests"))
 sys.path.insert(0, str(PROJECT / "benchmarks"))
 
-from bench_store import make_rows  # noqa: E402  (25 metrics and a finding per item)
-from pgserver import PostgresServer, why_not  # noqa: E402
+from bench_store import make_rows  # 25 metrics and a finding per item
+from pgserver import PostgresServer, why_not
 
-from pytest_stedge.store.database import Store  # noqa: E402
+from pytest_stedge.store.database import Store
 
 
 def per_item_seconds(location: Path | str, items: int, batch: int) -> float:
@@ -65,7 +65,7 @@ def dashboard_seconds(location: str, items: int, out: Path) -> tuple[float, int]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--items", type=int, default=160)
+    parser.add_argument("--items", type=int, default=40)
     parser.add_argument("--dashboard-items", type=int, default=7200)
     args = parser.parse_args()
     reason = why_not()

@@ -33,7 +33,7 @@ def test_shards_deal_whole_cases_and_cover_the_corpus_once(
     assert len(everything) == 7 * 5  # oracle + 2 stages x 2 versions per case
     shards = [_collect(pytester, corpus, fake_installs, "--stedge-shard", f"{k}/3")
               for k in (1, 2, 3)]
-    assert sorted(sum(shards, [])) == sorted(everything)  # once each, none lost
+    assert sorted(n for shard in shards for n in shard) == sorted(everything)  # once each, none lost
     cases = [{re.search(r"corpus/(m\d)/", n).group(1) for n in shard} for shard in shards]
     assert not (cases[0] & cases[1] or cases[0] & cases[2] or cases[1] & cases[2])
     # dealt round-robin over the sorted case files: 3, 2 and 2 cases
@@ -91,8 +91,8 @@ def test_shards_of_a_run_group_are_stored_as_one_logical_run_and_diffed_as_one(
     result = pytester.run("stedge", "diff", "3.0.0", "4.0.1", "--db", str(db),
                           "--group", "pipe-3.0.0", "--group", "half")
     assert result.ret == 2
-    result.stderr.fnmatch_lines(["stedge: error: run group half is incomplete: it holds "
-                                 "shard 1/2 of 2; missing 2/2*"])
+    result.stderr.fnmatch_lines([("stedge: error: run group half is incomplete: it holds "
+                                  "shard 1/2 of 2; missing 2/2*")])
 
 
 def test_xdist_workers_on_another_host_are_refused_before_any_run(
@@ -108,8 +108,8 @@ def test_xdist_workers_on_another_host_are_refused_before_any_run(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "*--tx ssh=build@h2//python=python3: pytest-stedge runs xdist workers on this "
-        "machine only*--stedge-shard K/N --stedge-run-group ID*"])
+        ("*--tx ssh=build@h2//python=python3: pytest-stedge runs xdist workers on this "
+         "machine only*--stedge-shard K/N --stedge-run-group ID*")])
     if db.exists():
         with Store.open(db, read_only=True) as store:
             assert store.list_runs() == []
