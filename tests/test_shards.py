@@ -70,6 +70,10 @@ def test_shards_of_a_run_group_are_stored_as_one_logical_run_and_diffed_as_one(
             )
             assert result.ret == 0, result.stdout.str()
             result.stdout.fnmatch_lines([f"stored as run * (run group pipe-{version}) in *"])
+    listed = pytester.run("stedge", "runs", "--db", str(db))
+    assert [line.split("group ")[1] for line in listed.stdout.lines if "group" in line] == [
+        "pipe-4.0.1 shard 2/2", "pipe-4.0.1 shard 1/2", "pipe-3.0.0 shard 2/2",
+        "pipe-3.0.0 shard 1/2"]
     with Store.open(db, read_only=True) as store:
         groups = store.run_groups()
     assert [(g["run_group"], g["shards"], g["items"]) for g in groups] == [

@@ -120,6 +120,8 @@ def _runs(args: argparse.Namespace) -> int:
             f"{run['run_id']:>4}  {run['started_at'] or '':<19}  {run['status']:<11}  "
             f"{versions:<16}  {run['items']:>5}  {run['passed']:>4}  {run['failed']:>4}  "
             f"{run['skipped']:>4}"
+            + (f"  group {run['run_group']}" if run.get("run_group") else "")
+            + (f" shard {run['shard']}" if run.get("shard") else "")
         )
     return 0
 

@@ -281,7 +281,7 @@ class Store(StoreConnection):
         """Runs, newest first, with their item counts by outcome."""
         sql = (
             "SELECT r.run_id, r.started_at, r.finished_at, r.status, r.exitstatus, r.host, "
-            "r.versions, r.baseline, r.argv, "
+            "r.versions, r.baseline, r.argv, r.run_group, r.shard, "
             "count(i.nodeid) AS items, "
             "count(*) FILTER (WHERE i.outcome = 'passed') AS passed, "
             "count(*) FILTER (WHERE i.outcome IN ('failed', 'error')) AS failed, "
