@@ -82,6 +82,8 @@ def main() -> int:
             figures[f"local_ms_per_item_batch{batch}"] = round(local * 1000, 2)
             figures[f"shared_ms_per_item_batch{batch}"] = round(shared * 1000, 2)
             figures[f"ratio_batch{batch}"] = round(shared / local, 2)
+            print(f"batch {batch}: local {local * 1000:.1f} ms/item, shared "
+                  f"{shared * 1000:.1f} ms/item, ratio {shared / local:.2f}", flush=True)
         seconds, metrics = dashboard_seconds(server.create_database("dashboard"),
                                              args.dashboard_items, tmp / "site")
         figures["dashboard_metric_rows"] = metrics
