@@ -37,7 +37,7 @@ class Wait:
     last_log: str = ""
 
 
-def preview(raw: bytes | bytearray | memoryview, n: int = 24) -> str:
+def preview(raw: bytes | bytearray | memoryview, n: int = 40) -> str:
     """What some bytes look like, for errors: quoted text when printable, else hex."""
     head = bytes(raw[:n])
     text = head.decode("ascii", errors="replace")
@@ -75,17 +75,18 @@ class Link:
         """One target message body: full packets until the end-of-message packet."""
         hb, buf = self.header_bytes, self._buf
         body = bytearray()
+        first = b""
         while True:
             size = hb + self.payload
             self._fill(size, wait, len(body))
+            first = first or bytes(buf[:size])
             eom, n = bp.parse_header(buf, hb)
             if not eom:
                 if len(body) + self.payload > wait.cap:
                     raise BoardProtocolError(
-                        f"{self.where}: a message of more than {wait.cap} bytes without an "
-                        f"end-of-message packet while waiting for {wait.what!r} (it starts with "
-                        f"{preview(body or buf[hb:size])}); a message here holds at most "
-                        f"{wait.cap} bytes")
+                        f"{self.where}: no end-of-message packet in {len(body)} bytes while "
+                        f"waiting for {wait.what!r} (a message here holds at most {wait.cap} "
+                        f"bytes); the line carries {preview(first)}")
                 body += memoryview(buf)[hb:size]
                 del buf[:size]
                 continue
@@ -104,6 +105,9 @@ class Link:
         """Buffer at least ``n`` bytes before the wait's deadline (``got``: bytes of the
         message already taken, which earn their line time)."""
         buf, ser = self._buf, self.ser
+        now = time.monotonic()  # checked even when the bytes are already here: a flood
+        if now >= min(wait.end, wait.start + wait.limit + self.line_time(got + len(buf))):
+            raise self._late(wait, now, got + len(buf))
         while len(buf) < n:
             try:
                 chunk = ser.read(max(n - len(buf), ser.in_waiting))
