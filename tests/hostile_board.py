@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -128,7 +128,7 @@ class HostileBoard:
         for th in self.threads:
             th.join(timeout=3)
 
-    def __enter__(self) -> HostileBoard:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

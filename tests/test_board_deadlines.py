@@ -28,7 +28,6 @@ from hostile_board import (
     answers,
     dribble,
     endless,
-    honest_until,
     minfo,
     text_stream,
 )
