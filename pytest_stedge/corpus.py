@@ -302,6 +302,8 @@ def _build_case(
     memory_pool_path = (
         None if memory_pool is None else _inside(path, root, memory_pool, prefix + "memory_pool")
     )
+    if memory_pool_path is not None and not memory_pool_path.is_file():
+        raise fail("memory_pool", f"file not found: {memory_pool_path}")
     sha = string("sha256")
     return Case(
         name=name,

@@ -43,14 +43,25 @@ def refuse_owned_options(path: Path, key: str, options: Sequence[str]) -> None:
         if not option.startswith("-") or option[1:2].isdigit() or option == "-":
             continue  # a value (a number such as -1 included), not an option
         flag = option.split("=", 1)[0]
-        long_form = flag.startswith("--") and len(flag) > 3
-        for table, why in ((OWNED_OPTIONS, _OWNED_WHY), (READING_OPTIONS, _READING_WHY)):
-            for owned, what in table.items():
-                # argparse (which stedgeai's --help shows) takes unique prefixes of long
-                # options and short options with their value attached (-o/tmp).
-                abbreviated = long_form and owned.startswith("--") and owned.startswith(flag)
-                attached = not owned.startswith("--") and not flag.startswith("--") and (
-                    flag.startswith(owned))
-                if flag == owned or abbreviated or attached:
-                    shown = owned if flag == owned else f"{owned} (as {option!r})"
-                    raise CaseError(path, key, f"option {shown} {why.format(what)}")
+        found = _match(flag, exact=True) or _match(flag, exact=False)
+        if found:
+            owned, reason = found
+            shown = owned if option == owned else f"{owned} (as {option!r})"
+            raise CaseError(path, key, f"option {shown} {reason}")
+
+
+def _match(flag: str, *, exact: bool) -> tuple[str, str] | None:
+    """The option ``flag`` means, with why it is refused. argparse (which stedgeai's --help
+    shows) takes an exact name first, then a unique prefix of a long option, or a short
+    option with its value attached (``-o/tmp``)."""
+    for table, why in ((OWNED_OPTIONS, _OWNED_WHY), (READING_OPTIONS, _READING_WHY)):
+        for owned, what in table.items():
+            if exact:
+                hit = flag == owned
+            elif owned.startswith("--"):
+                hit = flag.startswith("--") and len(flag) > 3 and owned.startswith(flag)
+            else:
+                hit = not flag.startswith("--") and flag.startswith(owned)
+            if hit:
+                return owned, why.format(what)
+    return None
