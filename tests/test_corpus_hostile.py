@@ -94,9 +94,10 @@ def test_symlinked_case_folder_from_outside_does_not_bring_its_surroundings(
     outside = tmp_path / "elsewhere" / "evil"
     outside.mkdir(parents=True)
     (corpus / "evil").symlink_to(outside, target_is_directory=True)
-    # Today the root is found from the resolved path (elsewhere/), so ../model.onnx, which
-    # is tmp_path/outside/model.onnx, counts as inside.
-    path = _case(corpus, {"model": "../../outside/model.onnx"}, folder="evil")
+    # Today the root is found from the resolved path: elsewhere/, so its ../model.onnx
+    # (elsewhere/model.onnx) counts as inside.
+    (outside.parent / "model.onnx").write_bytes(b"outside")
+    path = _case(corpus, {"model": "../model.onnx"}, folder="evil")
     _refused(path, "model", "leaves the corpus", str(corpus))
     (outside / "model.onnx").write_bytes(b"outside")
     path = _case(corpus, {"model": "model.onnx"}, folder="evil")
