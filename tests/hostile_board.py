@@ -74,10 +74,16 @@ class Conn:
         self.raw(bp.target_packets(msg, P, HB))
 
     def raw(self, data: bytes) -> None:
-        try:
-            self.sock.sendall(data)
-        except OSError as exc:
-            raise Gone() from exc
+        view = memoryview(data)
+        while view:  # a slow reader makes a send wait: keep going until it leaves
+            if self.stop.is_set():
+                raise Gone()
+            try:
+                view = view[self.sock.send(view):]
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                raise Gone() from exc
 
     def drain_forever(self) -> None:
         """Read and drop whatever the host sends until it leaves."""

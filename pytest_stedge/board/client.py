@@ -63,7 +63,7 @@ class BoardClient:
     :param on_log: called with each log line the firmware sends.
 
     Every operation ends, returning or raising a :class:`BoardError`, within
-    :meth:`deadline` seconds (plus one read poll, 0.1 s), whatever the board sends.
+    :meth:`deadline` seconds, whatever the board sends.
     """
 
     def __init__(self, spec: BoardSpec | str, *, header_bytes: int = 2,
@@ -175,7 +175,8 @@ class BoardClient:
     # --- deadlines -------------------------------------------------------------------
     def deadline(self, operation: str, info: NetworkInfo | None = None,
                  mode: str = "io") -> float:
-        """The most seconds ``operation`` takes, whatever the board sends (plus a 0.1 s poll).
+        """The most seconds ``operation`` takes, whatever the board sends (plus a 0.1 s read
+        poll, and the 0.3 s pyserial sleeps when a failed call closes a ``socket://`` link).
 
         ``sync`` and ``system_info``: ``timeouts.sync``; ``network_info``:
         ``timeouts.info``; ``connect``: 2 s of banner draining plus a sync; ``run`` (of the
