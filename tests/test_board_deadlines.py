@@ -248,6 +248,7 @@ def _op(i: int, flags: int = bp.OP_WITHOUT_TENSOR) -> dict[str, Any]:
 def test_endless_node_reports_stop_at_their_cap(hostile: Any) -> None:
     board = hostile(answers(bp.CMD_NETWORK_RUN, _op))
     client = connected(board.url)
+    client.timeouts = replace(FAST, per_layer=60.0)  # the cap, not the deadline, ends it
     info = timed(client.network_info, client.deadline("network_info")).value
     out = timed(lambda: client.run([X], mode="per-layer"), client.deadline("run", info, "per-layer"))
     assert isinstance(out.error, BoardProtocolError)
@@ -288,7 +289,7 @@ def test_run_sending_more_than_its_byte_cap_is_refused(hostile: Any) -> None:
     board = hostile(answers(bp.CMD_NETWORK_RUN, lambda i: _op(i, bp.OP_INTERNAL) if i % 2 == 0 else {
         "state": bp.S_PROCESSING, "tensor": tensor}))
     client = connected(board.url)
-    client.timeouts = replace(FAST, per_layer=30.0)  # the cap, not the deadline, ends it
+    client.timeouts = replace(FAST, per_layer=60.0)  # the cap, not the deadline, ends it
     info = timed(client.network_info, client.deadline("network_info")).value
     out = timed(lambda: client.run([X], mode="per-layer-data"),
                 client.deadline("run", info, "per-layer-data"))
