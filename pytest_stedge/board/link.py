@@ -61,6 +61,7 @@ class Link:
         self.payload = bp.DEFAULT_PAYLOAD
         self.bytes_received = 0
         self._buf = bytearray()
+        self._first = b""  # the first packet of the message in flight, for errors
 
     def line_time(self, nbytes: int) -> float:
         """Seconds ``nbytes`` may take at the assumed rate."""
@@ -75,11 +76,11 @@ class Link:
         """One target message body: full packets until the end-of-message packet."""
         hb, buf = self.header_bytes, self._buf
         body = bytearray()
-        first = b""
+        self._first = b""
         while True:
             size = hb + self.payload
             self._fill(size, wait, len(body))
-            first = first or bytes(buf[:size])
+            first = self._first = self._first or bytes(buf[:size])
             eom, n = bp.parse_header(buf, hb)
             if not eom:
                 if len(body) + self.payload > wait.cap:
@@ -132,7 +133,8 @@ class Link:
                     f"(limit {wait.limit:g} s plus its own line time)")
         parts = []
         if pending:
-            parts.append(f"{pending} byte(s) of a message received: {preview(self._buf)}")
+            parts.append(f"{pending} byte(s) of a message received, starting with "
+                         f"{preview(self._first or self._buf)}")
         if wait.logs:
             parts.append(f"{wait.logs} log line(s) instead, last {wait.last_log!r}")
         return BoardTimeoutError(head + (f" ({'; '.join(parts)})" if parts else ""))
