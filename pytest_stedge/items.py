@@ -19,6 +19,7 @@ from .gate import (
     xfail_known_bug,
     xpass_marker,
 )
+from .report.visible import visible
 from .result import Result, flat_metrics, new_result
 from .state import StedgeState, get_state
 from .store.rows import ItemRow
@@ -42,7 +43,7 @@ class CaseFile(pytest.File):
             for case in cases:
                 state.bugs.check(case)
         except CaseError as exc:
-            raise self.CollectError(str(exc)) from None
+            raise self.CollectError(visible(str(exc), keep_newlines=True)) from None
         variants = len(cases) > 1 or cases[0].variant is not None
         items: list[tuple[str, Case, str, str | None]] = []
         for case in cases:
@@ -310,12 +311,12 @@ class StedgeItem(pytest.Item):
     ) -> Any:
         """Our own failures are reports in their own right: no traceback."""
         if isinstance(excinfo.value, (StedgeCheckFailure, ToolchainError, OracleError)):
-            return str(excinfo.value)
+            return visible(str(excinfo.value), keep_newlines=True)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
-        return self.path, None, f"{self.case.name}: {self.stage}{version}"
+        return self.path, None, visible(f"{self.case.name}: {self.stage}{version}")
 
 
 def _recorded_errors(result: Result) -> list[str]:

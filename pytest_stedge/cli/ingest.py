@@ -81,6 +81,9 @@ def _ingest(args: argparse.Namespace) -> int:
 
     check_version_text(args.version)
     corpus = Path(args.corpus)
+    for given, what in ((Path(args.path), "output folder or file"), (corpus, "corpus folder")):
+        if not given.exists():
+            raise StedgeError(f"{given}: no such {what}")
     cases = {c.name: c for f in iter_case_files(corpus) for c in load_cases(f)}
     case = cases.get(args.case)
     if case is None:
