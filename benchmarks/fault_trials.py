@@ -244,6 +244,8 @@ def main() -> None:
     parser.add_argument("--xdist", action="store_true", help="run the sessions with -n 2")
     parser.add_argument("--only", choices=["kill", "term", "int", "disk"], action="append")
     args = parser.parse_args()
+    # a background shell starts us with SIGINT ignored, and pytest would inherit that
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
     kinds = args.only or ["kill", "term", "int", "disk"]
     results: dict[str, Tally | str] = {}
@@ -257,28 +259,35 @@ def main() -> None:
             if kind in kinds:
                 print(f"{kind}: {args.trials} trials", flush=True)
                 results[kind] = signal_trials(kind, sig, args, root, installs, corpus, rng)
+                report(kind, results[kind])
         if "disk" in kinds:
             print("full disk:", flush=True)
             results["disk"] = full_disk_trial(args, root, installs, corpus, rng)
+            report("disk", results["disk"])
     print("\nresults")
     for kind, tally in results.items():
-        if isinstance(tally, str):
-            print(f"{kind:>5}: {tally}")
-            continue
-        line = (f"{kind:>5}: {tally.trials} trials, {tally.finished_items} finished items; "
-                f"all finished items in the store: {tally.all_in_store}/{tally.trials} directly, "
-                f"{tally.all_after_merge}/{tally.trials} after the journal merge; store opens "
-                f"{tally.store_opens}/{tally.trials}; no tool process left "
-                f"{tally.no_tool_left}/{tally.trials}")
-        if kind in ("term", "int"):
-            line += (f"; of {tally.interrupted_runs} sessions stopped with a recorded run: "
-                     f"marked interrupted {tally.marked_interrupted}, summary printed "
-                     f"{tally.summary_printed}")
-        if kind == "disk":
-            line += f"; summary with a clear message {tally.summary_printed}/1"
-        print(line)
-        for problem in tally.missing[:10]:
-            print(f"       missing: {problem}")
+        report(kind, tally)
+
+
+def report(kind: str, tally: Tally | str) -> None:
+    """One line of counts for the trials of one kind."""
+    if isinstance(tally, str):
+        print(f"{kind:>5}: {tally}", flush=True)
+        return
+    line = (f"{kind:>5}: {tally.trials} trials, {tally.finished_items} finished items; "
+            f"all finished items in the store: {tally.all_in_store}/{tally.trials} directly, "
+            f"{tally.all_after_merge}/{tally.trials} after the journal merge; store opens "
+            f"{tally.store_opens}/{tally.trials}; no tool process left "
+            f"{tally.no_tool_left}/{tally.trials}")
+    if kind in ("term", "int"):
+        line += (f"; of {tally.interrupted_runs} sessions stopped with a recorded run: "
+                 f"marked interrupted {tally.marked_interrupted}, summary printed "
+                 f"{tally.summary_printed}")
+    if kind == "disk":
+        line += f"; summary with a clear message {tally.summary_printed}/1"
+    print(line, flush=True)
+    for problem in tally.missing[:10]:
+        print(f"       missing: {problem}")
 
 
 if __name__ == "__main__":

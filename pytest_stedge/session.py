@@ -50,6 +50,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     Raises UsageError on bad requests, before any run is recorded: a session that stops
     on a usage error leaves no run behind.
     """
+    _finish_on_sigterm()
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
     roots += [Path(p) for p in config.getini("stedge_roots") or []]
     discovery = config.hook.pytest_stedge_discover_toolchains(config=config, roots=roots)
@@ -174,7 +175,6 @@ class StedgeController:
             raise
         self.run_uuid = run_uuid
         self.writer = SessionWriter(self.store, self.run_id, self.journal)
-        _finish_on_sigterm()
 
     # -- xdist -----------------------------------------------------------------------
 
