@@ -55,8 +55,6 @@ class Journal:
     @classmethod
     def create(cls, store_path: Path | str, run: dict[str, Any]) -> Journal:
         """Start the journal of ``run`` (``run_uuid``, ``argv``, ``versions``, ...)."""
-        import fcntl
-
         folder = journal_dir(store_path)
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -64,7 +62,7 @@ class Journal:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot write the journal beside {store_path}: {exc}") from None
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _lock(fd)
         journal = cls(path, fd)
         journal._reserve()
         journal._append({"run": run})
@@ -113,6 +111,16 @@ class Journal:
                 self._reserved = max(self._reserved, want)
                 return
             step //= 2
+
+
+def _lock(fd: int) -> None:
+    """Take the journal's exclusive lock without waiting (OSError when it is held);
+    where there is no flock (Windows) a live journal cannot be told from a stopped one."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _fallocate(fd: int, length: int) -> bool:
@@ -166,8 +174,6 @@ def read(path: Path) -> Recovered:
 
 def stopped_journals(store_path: Path | str) -> Iterator[Path]:
     """Journals beside the store whose session has stopped (nobody holds their flock)."""
-    import fcntl
-
     folder = journal_dir(store_path)
     if not folder.is_dir():
         return
@@ -177,7 +183,7 @@ def stopped_journals(store_path: Path | str) -> Iterator[Path]:
         except OSError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock(fd)
         except OSError:
             continue  # a live session
         finally:
