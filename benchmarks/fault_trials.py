@@ -174,11 +174,12 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
     tally = Tally()
     db = root / f"{kind}.duckdb"
     marks = [HELPER_MARK, str(installs)]
+    low, high = args.window
     for trial in range(args.trials):
         before = run_count(db)
         proc = session(corpus, installs, db, root / "work", root / f"{kind}-report.html",
                        faults(rng, args.cases), args.xdist)
-        delay = rng.uniform(0.5, args.max_delay)
+        delay = rng.uniform(low, high)
         time.sleep(delay)
         if proc.poll() is None:
             proc.send_signal(sig)
@@ -189,6 +190,22 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
         print(f"  {kind} trial {trial + 1}: signal after {delay:.1f} s, exit {proc.returncode}",
               flush=True)
     return tally
+
+
+def calibrate(root: Path, installs: Path, corpus: Path, args: argparse.Namespace,
+              rng: random.Random) -> tuple[float, float]:
+    """Time one plain session: when its first item finished and when it ended."""
+    start = time.monotonic()
+    proc = session(corpus, installs, root / "calibrate.duckdb", root / "work",
+                   root / "calibrate.html", faults(rng, args.cases), args.xdist)
+    assert proc.stdout is not None
+    first = None
+    for line in proc.stdout:
+        if first is None and _STATUS_RE.match(line):
+            first = time.monotonic() - start
+    proc.wait()
+    end = time.monotonic() - start
+    return max(0.3, (first or end / 2) - 2.0), end
 
 
 def full_disk_trial(args: argparse.Namespace, root: Path, installs: Path, corpus: Path,
@@ -238,7 +255,6 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--cases", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-delay", type=float, default=9.0, help="latest signal, s")
     parser.add_argument("--disk-mb", type=int, default=24)
     parser.add_argument("--room-kb", type=int, default=900, help="free space left on the tmpfs")
     parser.add_argument("--xdist", action="store_true", help="run the sessions with -n 2")
@@ -254,6 +270,10 @@ def main() -> None:
         installs, corpus = build(root, args.cases)
         for kind in ("kill", "term", "int"):
             Store.open(root / f"{kind}.duckdb").close()  # the store exists before any signal
+        args.window = calibrate(root, installs, corpus, args, rng)
+        print(f"signals land uniformly in {args.window[0]:.1f}-{args.window[1]:.1f} s after "
+              "the start (from the first item's end minus 2 s to the session's end, measured "
+              "on one plain session)", flush=True)
         for kind, sig in (("kill", signal.SIGKILL), ("term", signal.SIGTERM),
                           ("int", signal.SIGINT)):
             if kind in kinds:
