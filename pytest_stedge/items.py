@@ -11,6 +11,7 @@ import pytest
 from .corpus import Case, load_cases
 from .errors import CaseError, OracleError, ToolchainError
 from .gate import (
+    Baseline,
     explaining_bug,
     failure_message,
     judge,
@@ -49,11 +50,7 @@ class CaseFile(pytest.File):
             if case.oracle:
                 items.append((f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None))
             for stage in case.stages:
-                for version in state.item_versions():
-                    if stage == "validate-target" and not state.settings.boards and (
-                        not state.toolchains.has_recording(version, case.name, stage)
-                    ):
-                        continue  # no board to run it on, no recording to replay
+                for version in state.case_versions(case, stage):
                     param = f"{prefix}-{version}" if prefix else version
                     items.append((f"{stage}[{param}]", case, stage, version))
         try:
@@ -117,6 +114,9 @@ class StedgeItem(pytest.Item):
     def _judge(self, state: StedgeState, row: ItemRow, result: Result, metrics: dict[str, float]) -> None:
         """Expectations, baseline and known bugs decide the outcome."""
         registry = state.bugs.registry(self.case)
+        baseline = state.baselines.for_item(self.case.name, self.stage, self.version)
+        if baseline is None and state.baselines.version is None and self.version is not None:
+            baseline = self._previous_recorded(state)
         verdict = judge(
             case=self.case,
             stage=self.stage,
@@ -124,20 +124,26 @@ class StedgeItem(pytest.Item):
             result=result,
             metrics=metrics,
             model_sha256=row.model_sha256,
-            baseline=state.baselines.for_item(self.case.name, self.stage, self.version),
+            baseline=baseline,
             default_band=state.baselines.default_band,
             strict_baseline=state.baselines.strict,
             registry=registry,
+            options_hash=row.options_hash,
         )
         row.findings = verdict.findings
         row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        row.baseline_version = verdict.baseline_version
         if self.version is not None:
             state.baselines.remember(self.case.name, self.stage, self.version, row)
-        if verdict.failed:
+        errors = _recorded_errors(result) if row.recorded else []
+        if verdict.failed or errors:
             bug = explaining_bug(registry, verdict, self.version)
             title = f"{self.case.name} {self.name}"
-            message = failure_message(title, verdict, update_hint=not state.settings.update)
-            summary = verdict.summary_lines()
+            parts = [failure_message(title, verdict, update_hint=not state.settings.update)] if verdict.failed else []
+            if errors:
+                parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
+            message = "\n\n".join(parts)
+            summary = verdict.summary_lines() + [f"recorded error: {e}" for e in errors]
             if self.stage == "validate-target":  # where a per-layer search saw it start
                 from .board.plugin import divergence_lines
 
@@ -163,12 +169,39 @@ class StedgeItem(pytest.Item):
         if fixed is not None and self.version is not None:
             self.add_marker(xpass_marker(fixed, self.version))
 
+    def _previous_recorded(self, state: StedgeState) -> Baseline | None:
+        """Without --stedge-baseline, a case with corpus recordings gates each version
+        against the recording of the version before it (read from the data, so any
+        worker can do it)."""
+        assert self.version is not None
+        previous = state.toolchains.previous_recording(self.case.name, self.stage, self.version)
+        if previous is None:
+            return None
+        result: Result = previous["result"]
+        self._attach_oracle(state, result)
+        return Baseline(
+            version=previous["version"],
+            metrics=flat_metrics(result),
+            model_sha256=previous["model_sha256"],
+            options_hash=previous["options_hash"],
+        )
+
     def _run_oracle(self, state: StedgeState) -> Result:
+        if self.case.record_only and state.models.resolved(self.case) is None:
+            pytest.skip(state.models.missing_reason(self.case))
         try:
             report = state.models.oracle_report(self.case)
+            if report.get("unresolved_tensors"):
+                names = ", ".join(report["unresolved_tensors"][:5])
+                raise OracleError(
+                    f"{self.case.model}: unresolved shapes: {len(report['unresolved_tensors'])} "
+                    f"tensor(s) ({names}) have no static size, so the floor would leave them out"
+                )
         except OracleError as exc:
             assert self._row is not None
             self._row.result = new_result("oracle", diagnostics=[_diag("OracleError", str(exc))])
+            if self.case.model.suffix.lower() in (".h5", ".keras", ".hdf5"):
+                pytest.skip(str(exc))
             raise
         return new_result(
             "oracle",
@@ -182,18 +215,29 @@ class StedgeItem(pytest.Item):
         assert self.version is not None
         recording = state.toolchains.recording(self.version, self.case.name, self.stage)
         install = state.toolchains.install(self.version)
+        case = state.models.resolved(self.case)
+        if install is not None and case is None and recording is None:
+            pytest.skip(state.models.missing_reason(self.case))
         if install is None and recording is None:
             pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
         no_board = self.stage == "validate-target" and not state.settings.boards
-        if recording is not None and (install is None or no_board):
+        if recording is not None and (install is None or case is None or no_board):
             result: Result = recording["result"]
             row.recorded = True
-            # the identity the recording was checked against at ingest: a forced one (None)
-            # or a model changed since never compares with other versions
-            row.model_sha256 = recording.get("model_sha256")
-            row.options_hash = recording.get("options_hash") or row.options_hash
-            if row.model_sha256 != state.models.sha256(self.case) and recording.get(
-                "comparable", True
+            corpus_sha = row.model_sha256
+            if recording.get("corpus"):
+                # a public run: its identity is the one its own outputs and command stated
+                row.model_sha256 = recording["model_sha256"]
+                row.options_hash = recording["options_hash"]
+            else:
+                # the identity the recording was checked against at ingest: a forced one
+                # (None) or a model changed since never compares with other versions
+                row.model_sha256 = recording.get("model_sha256")
+                row.options_hash = recording.get("options_hash") or row.options_hash
+            if (
+                not recording.get("corpus")
+                and row.model_sha256 != corpus_sha
+                and recording.get("comparable", True)
             ):
                 result.setdefault("diagnostics", []).append(
                     _diag(
@@ -203,12 +247,12 @@ class StedgeItem(pytest.Item):
                     )
                 )
         else:
-            assert install is not None
+            assert install is not None and case is not None
             workdir = state.work.item_dir(self.case, self.stage, self.version)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(
                     config=self.config,
-                    case=self.case,
+                    case=case,
                     stage=self.stage,
                     install=install,
                     workdir=workdir,
@@ -241,6 +285,8 @@ class StedgeItem(pytest.Item):
         """Put the oracle's figures beside the tool's (for activations_ratio)."""
         if not self.case.oracle:
             return
+        if self.case.record_only and state.models.resolved(self.case) is None:
+            return  # no model here: the oracle item says so, once
         try:
             report = state.models.oracle_report(self.case)
         except OracleError as exc:
@@ -249,7 +295,8 @@ class StedgeItem(pytest.Item):
             )
             return
         result["oracle"] = {
-            k: report[k] for k in ("lower_bound_bytes", "plan_bytes", "naive_bytes", "float_nodes")
+            k: report[k]
+            for k in ("lower_bound_bytes", "expected_bytes", "plan_bytes", "naive_bytes", "float_nodes")
             if k in report
         }
 
@@ -270,6 +317,15 @@ class StedgeItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
         return self.path, None, f"{self.case.name}: {self.stage}{version}"
+
+
+def _recorded_errors(result: Result) -> list[str]:
+    """The error diagnostics of a replayed recording (a board that never answered ...)."""
+    return [
+        str(d.get("kind") or d.get("code") or "error")
+        for d in result.get("diagnostics") or []
+        if isinstance(d, dict) and d.get("level") == "error"
+    ]
 
 
 def _child_id(parent: pytest.Collector, name: str) -> str:
