@@ -34,7 +34,10 @@ if TYPE_CHECKING:
 SUFFIX = ".jsonl"
 RESERVE_BYTES = 8 << 20
 _KEEP_SIZE = 1  # FALLOC_FL_KEEP_SIZE
-_NOT_STORED = ("changes", "update")  # ItemRow fields the store never holds
+_NOT_STORED = ("changes", "update", "baseline_version")  # ItemRow fields the store never holds
+
+
+_ROW_FIELDS = set(ItemRow.__dataclass_fields__)
 
 
 def journal_dir(store_path: Path | str) -> Path:
@@ -163,7 +166,8 @@ def read(path: Path) -> Recovered:
             if "run" in event:
                 run = event["run"]
             elif "item" in event:
-                row = ItemRow.from_dict(event["item"])
+                known = {k: v for k, v in event["item"].items() if k in _ROW_FIELDS}
+                row = ItemRow.from_dict(known)  # a journal of another version: its fields
                 items[row.nodeid] = row
             elif "finish" in event:
                 finish = event["finish"]
