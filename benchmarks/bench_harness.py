@@ -20,8 +20,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "tests"))
 
-from conftest import make_conv_model  # noqa: E402
-from fake_stedgeai import make_install  # noqa: E402
+from conftest import make_conv_model
+from fake_stedgeai import make_install
 
 CASE = """\
 model = "model.onnx"

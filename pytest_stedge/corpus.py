@@ -298,6 +298,9 @@ def _build_case(
     for stage in stages:
         if stage not in STAGES:
             raise fail("stages", f"unknown stage {stage!r}; accepted: {', '.join(STAGES)}")
+    if len(set(stages)) != len(stages):
+        twice = next(s for s in stages if stages.count(s) > 1)
+        raise fail("stages", f"stage {twice!r} is listed twice; list each stage once")
     oracle = raw.get("oracle", True)
     if not isinstance(oracle, bool):
         raise fail("oracle", f"expected true or false, got {oracle!r}")

@@ -45,22 +45,24 @@ class CaseFile(pytest.File):
         except CaseError as exc:
             raise self.CollectError(visible(str(exc), keep_newlines=True)) from None
         variants = len(cases) > 1 or cases[0].variant is not None
+        items: list[tuple[str, Case, str, str | None]] = []
         for case in cases:
             prefix = case.variant if variants else None
             if case.oracle:
-                name = f"oracle[{prefix}]" if prefix else "oracle"
-                yield StedgeItem.from_parent(
-                    self, name=name, nodeid=_child_id(self, name), case=case, stage="oracle",
-                    version=None,
-                )
+                items.append((f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None))
             for stage in case.stages:
                 for version in state.case_versions(case, stage):
                     param = f"{prefix}-{version}" if prefix else version
-                    name = f"{stage}[{param}]"
-                    yield StedgeItem.from_parent(
-                        self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
-                        version=version,
-                    )
+                    items.append((f"{stage}[{param}]", case, stage, version))
+        try:
+            state.claim(self.path, [c.name for c in cases], [_child_id(self, n) for n, *_ in items])
+        except CaseError as exc:
+            raise self.CollectError(str(exc)) from None
+        for name, item_case, item_stage, item_version in items:
+            yield StedgeItem.from_parent(
+                self, name=name, nodeid=_child_id(self, name), case=item_case,
+                stage=item_stage, version=item_version,
+            )
 
 
 class StedgeItem(pytest.Item):
@@ -219,15 +221,25 @@ class StedgeItem(pytest.Item):
             pytest.skip(state.models.missing_reason(self.case))
         if install is None and recording is None:
             pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
-        if install is None or case is None:
-            assert recording is not None
+        no_board = self.stage == "validate-target" and not state.settings.boards
+        if recording is not None and (install is None or case is None or no_board):
             result: Result = recording["result"]
             row.recorded = True
+            corpus_sha = row.model_sha256
             if recording.get("corpus"):
                 # a public run: its identity is the one its own outputs and command stated
                 row.model_sha256 = recording["model_sha256"]
                 row.options_hash = recording["options_hash"]
-            elif recording.get("model_sha256") and recording["model_sha256"] != row.model_sha256:
+            else:
+                # the identity the recording was checked against at ingest: a forced one
+                # (None) or a model changed since never compares with other versions
+                row.model_sha256 = recording.get("model_sha256")
+                row.options_hash = recording.get("options_hash") or row.options_hash
+            if (
+                not recording.get("corpus")
+                and row.model_sha256 != corpus_sha
+                and recording.get("comparable", True)
+            ):
                 result.setdefault("diagnostics", []).append(
                     _diag(
                         "NotComparable",
@@ -236,6 +248,7 @@ class StedgeItem(pytest.Item):
                     )
                 )
         else:
+            assert install is not None and case is not None
             workdir = state.work.item_dir(self.case, self.stage, self.version)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(

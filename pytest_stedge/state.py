@@ -26,6 +26,7 @@ from .bugs.registry import BugRegistry, check_case_bugs, load_registry
 from .corpus import Case, file_sha256
 from .errors import CaseError, OracleError
 from .gate import Baseline
+from .store.rows import run_label
 from .toolchain import Discovery, Install
 
 state_key = pytest.StashKey["StedgeState"]()
@@ -187,21 +188,45 @@ class Baselines:
 
 
 class WorkFolders:
-    """Where the tool writes: one folder per run (shared by xdist workers), one per item."""
+    """Where the tool writes: one folder per run (shared by xdist workers), one per item.
+
+    Unique per store and per run (``run-<id>-<uuid>``: another store's run 3 is another
+    folder), and per item: every name is escaped one-to-one (:func:`path_segment`), so
+    case ``a_b`` and variant ``b`` of case ``a`` never share a folder.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.run_id: int | None = None
+        self.run_uuid: str | None = None
+
+    def run_name(self) -> str:
+        """This run's folder name (``pid-N`` before the run is recorded)."""
+        if self.run_id is None:
+            return f"pid-{os.getpid()}"
+        return run_label(self.run_id, self.run_uuid)
 
     def run_dir(self) -> Path:
         """This session's folder under the work folder."""
-        run = f"run-{self.run_id}" if self.run_id is not None else f"pid-{os.getpid()}"
-        return self.root / run
+        return self.root / self.run_name()
 
     def item_dir(self, case: Case, stage: str, version: str) -> Path:
-        """Its own output folder for one item."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", case.name)
-        return self.run_dir() / safe / f"{stage}-{version}"
+        """Its own output folder for one item: ``<case folder>[/@<variant>]/<stage>-<version>``."""
+        folder = self.run_dir() / path_segment(case.folder.name)
+        if case.variant is not None:
+            folder = folder / ("@" + path_segment(case.variant))
+        return folder / path_segment(f"{stage}-{version}")
+
+
+def path_segment(text: str) -> str:
+    """``text`` as one folder name, one-to-one: characters outside ``[A-Za-z0-9_.-]``
+    (``/`` included) and ``%`` become ``%XX``, and a leading dot is escaped, so no name
+    can climb out of its folder or collide with another."""
+    out = "".join(
+        ch if re.fullmatch(r"[A-Za-z0-9_.-]", ch) else "".join(f"%{b:02X}" for b in ch.encode())
+        for ch in text
+    )
+    return "%2E" + out[1:] if out.startswith(".") else out or "%00"
 
 
 class ModelFacts:
@@ -373,6 +398,8 @@ class StedgeState:
         self.models = ModelFacts(self.work, self.settings.model_dirs)
         self.bugs = BugRegistries()
         self.ready = False
+        self._case_files: dict[str, Path] = {}
+        self._nodeids: set[str] = set()
 
     def setup(self, discovery: Discovery, recordings: list[dict[str, Any]], run_id: int | None) -> None:
         """Controller side: the versions to run and the run's id; the corpus recordings
@@ -387,6 +414,25 @@ class StedgeState:
         self.toolchains.setup(discovery, recordings, corpus)
         self.ready = True
 
+    def claim(self, case_toml: Path, case_names: list[str], nodeids: list[str]) -> None:
+        """Reserve a case file's case names and node ids for this session; a name or id
+        another file (or this one) already holds is a :class:`CaseError`: the store keys
+        results by them, and a second holder would overwrite the first."""
+        for name in case_names:
+            holder = self._case_files.setdefault(name, case_toml)
+            if holder != case_toml:
+                raise CaseError(
+                    case_toml, None,
+                    f"case name {name!r} is also the name of {holder}; cases of one session "
+                    "need different names (rename one case folder)",
+                )
+        seen: set[str] = set()
+        for nodeid in nodeids:
+            if nodeid in seen or nodeid in self._nodeids:
+                raise CaseError(case_toml, None, f"duplicate test id {nodeid!r}")
+            seen.add(nodeid)
+        self._nodeids |= seen
+
     def item_versions(self) -> list[str]:
         """Versions to create toolchain items for, the baseline first."""
         return self.toolchains.item_versions(self.baselines.version)
@@ -399,8 +445,10 @@ class StedgeState:
 
         recorded = self.toolchains.corpus_versions(case.name, stage)
         if stage == "validate-target" and not self.settings.boards:
-            versions = [v for v in self.item_versions() if v in recorded]
-            return versions if self.toolchains.requested else recorded
+            stored = {v for v, c, s in self.toolchains.recordings if c == case.name and s == stage}
+            both = sorted(set(recorded) | stored, key=release_key)  # ingested ones replay too
+            versions = [v for v in self.item_versions() if v in both]
+            return versions if self.toolchains.requested else both
         if self.toolchains.requested or not recorded:
             return self.item_versions()
         live = [v for v in self.item_versions() if v != NO_INSTALL]
@@ -413,6 +461,7 @@ class StedgeState:
         return {
             **self.toolchains.to_data(),
             "run_id": self.work.run_id,
+            "run_uuid": self.work.run_uuid,
             "boards": self.settings.boards,
             "baseline": self.baselines.to_data(),
         }
@@ -421,6 +470,7 @@ class StedgeState:
         """Worker side of :meth:`to_workerinput`."""
         self.toolchains.from_data(data)
         self.work.run_id = data["run_id"]
+        self.work.run_uuid = data.get("run_uuid")
         self.settings.boards = data["boards"]
         self.baselines.from_data(data["baseline"])
         self.ready = True

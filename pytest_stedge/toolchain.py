@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import proctree
 from .errors import ToolchainError, ToolchainNotFound
 
 TAIL_LINES = 40
@@ -264,31 +264,36 @@ def run_tool(
     cwd.mkdir(parents=True, exist_ok=True)
     log = cwd / "stedgeai.log"
     argv = [str(a) for a in argv]
+    token = proctree.new_token()
+    proctree.ensure_reaper()  # kills the tool should this process be killed itself
     start = time.perf_counter()
     with open(log, "wb") as sink:
         try:
-            # A session of its own, so a timeout kills the tool and every child it started.
+            # A session of its own (Ctrl-C in the terminal is ours to handle), and a token
+            # in its environment that marks every process of its tree.
             proc = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=env,
+                env=proctree.tool_env(env, token),
                 start_new_session=(os.name == "posix"),
             )
         except OSError as exc:
             raise ToolchainError(argv, reason=f"cannot start: {exc}") from None
+        since = proctree.start_tick(proc.pid)
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill(proc)
+            _kill(proc, token, since)
             raise ToolchainError(
                 argv, timed_out=timeout, output_tail=tail(_read(log))
             ) from None
-        except BaseException:  # Ctrl-C: do not leave the tool running
-            _kill(proc)
+        except BaseException:  # Ctrl-C, SIGTERM: do not leave the tool running
+            _kill(proc, token, since)
             raise
+        _kill(proc, token, since)  # helpers it left behind do not outlive the item
     seconds = time.perf_counter() - start
     return ToolRun(argv=argv, returncode=returncode, seconds=seconds, output=_read(log), log=log)
 
@@ -300,14 +305,10 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
+def _kill(proc: subprocess.Popen[bytes], token: str, since: int) -> None:
+    """Kill the tool's whole tree (see :mod:`.proctree`) and collect the tool."""
+    root = proc.pid if proc.poll() is None else -1  # an exited tool's pid may be reused
+    proctree.kill_tree(root, token, since=since)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover

@@ -177,8 +177,8 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     from pytest_stedge.errors import StoreVersionError
 
     db = tmp_path / "db.duckdb"
-    with Store.open(db) as store:
-        store.db.execute("INSERT INTO _stedge_migrations VALUES ('0099_future', now())")
+    with Store.open(db) as store, store.attached(write=True) as con:
+        con.execute("INSERT INTO _stedge_migrations VALUES ('0099_future', now())")
     with pytest.raises(StoreVersionError, match=r"newer pytest-stedge \(unknown migrations: 0099_future\)\. Upgrade"):
         Store.open(db)
 

@@ -85,7 +85,7 @@ def test_generate_runs_checks_and_stores(
     assert len(generate["model_sha256"]) == 64
     assert generate["tool_seconds"] > 0
     # the tool ran in the item's own folder
-    workdirs = list((pytester.path / ".stedge" / "work" / "run-1").glob("cnn/generate-4.0.1"))
+    workdirs = list((pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-4.0.1"))
     assert workdirs and (workdirs[0] / "st_ai_output" / "network_c_info.json").is_file()
 
 

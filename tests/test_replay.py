@@ -106,7 +106,7 @@ def test_an_install_and_a_recording_of_the_same_outputs_give_the_same_result(
     with Store.open(db, create=False) as store:
         run = store.get_run(1)
     ran = next(i for i in run["items"] if i["stage"] == "generate")
-    folder = next((pytester.path / ".stedge" / "work" / "run-1" / "cnn").glob("generate-*")) / "st_ai_output"
+    folder = next((pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-*")) / "st_ai_output"
     recorded = parse_path(folder)
     assert ran["result"]["target"] == recorded["target"] == target
     ran_figures = {k: v for k, v in flat_metrics(ran["result"]).items() if k not in ORACLE_METRICS}

@@ -72,7 +72,7 @@ def run_diff(args: argparse.Namespace) -> int:
     default_band = args.band if args.band is not None else ini_band(Path.cwd())
     parse_band(default_band)  # a bad band is a usage error before the store is opened
     cases = load_corpus_cases(args.corpus)
-    with Store.open(db_path(args), create=False) as store:
+    with Store.open(db_path(args), create=False, read_only=True) as store:
         report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases)
         if args.html:
             from pytest_stedge.report import render_diff_page
