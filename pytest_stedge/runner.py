@@ -26,6 +26,37 @@ _COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
 _TRAILING_COMMAS_RE = re.compile(_STRING + r"|,(?=\s*[}\]])")
 
 
+@dataclass(frozen=True)
+class StageRefusal:
+    """A refusal the tool documents: ``stage`` does not apply to the target, so the item skips."""
+
+    stages: tuple[str, ...]
+    line: str  # the whole error line, ``E<nnn>(Kind): message``
+    source: str  # where the refusal is documented or was seen
+
+
+# Only these refusals skip an item. Any other error, including other "not supported" lines
+# such as "E102(CliArgumentError): --address/--copy-weights-at arguments are not supported
+# with the 'st-ai' c-api." (a misconfigured case), fails it.
+STAGE_REFUSALS: tuple[StageRefusal, ...] = (
+    StageRefusal(
+        stages=("validate-host",),
+        line="E102(CliArgumentError): Validation on host is not supported for devices based "
+        "on Arm Cortex M55/M85 core.",
+        source="stedgeai 4.x for stm32n6 (../shared/stedgeai-formats.md 2.4, a public note)",
+    ),
+)
+
+
+def stage_refusal(stage: str, reason: str | None) -> StageRefusal | None:
+    """The documented refusal of ``stage`` that ``reason`` (the tool's error line) is, if any."""
+    text = " ".join((reason or "").split())
+    for refusal in STAGE_REFUSALS:
+        if stage in refusal.stages and text == refusal.line:
+            return refusal
+    return None
+
+
 @dataclass
 class StageRun:
     """What running a stage produced: the Result and how the tool run went."""
