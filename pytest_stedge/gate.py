@@ -8,6 +8,7 @@ the edits ``--stedge-update`` should make.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +79,12 @@ def judge(
     default_band: str,
     strict_baseline: bool,
     registry: BugRegistry | None,
+    metric_bands: Mapping[str, str] | None = None,
 ) -> Verdict:
-    """Check ``metrics`` against the case, the baseline and the bug registry."""
+    """Check ``metrics`` against the case, the baseline and the bug registry.
+
+    :param metric_bands: per-metric default bands (None: the noisy metrics' built-in ones).
+    """
     bounds = case.bounds_for(stage)
     verdict = Verdict(misses=check(bounds, metrics))
     if baseline is not None and version is not None and version != baseline.version:
@@ -100,6 +105,7 @@ def judge(
             base_ok=expectation_flags(bounds, baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
             note="" if comparable else "model or options differ",
+            metric_bands=metric_bands,
         )
         kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
         verdict.failing_changes = [c for c in verdict.changes if c.kind in kinds]

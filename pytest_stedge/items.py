@@ -122,11 +122,13 @@ class StedgeItem(pytest.Item):
             model_sha256=row.model_sha256,
             baseline=state.baselines.for_item(self.case.name, self.stage, self.version),
             default_band=state.baselines.default_band,
+            metric_bands=state.baselines.metric_bands,
             strict_baseline=state.baselines.strict,
             registry=registry,
         )
         row.findings = verdict.findings
-        row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
+        row.changes = [c.to_json() for c in verdict.changes]
         if self.version is not None:
             state.baselines.remember(self.case.name, self.stage, self.version, row)
         if verdict.failed:
