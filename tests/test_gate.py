@@ -219,28 +219,34 @@ source = "https://example.invalid/{id}"
 affected = "{affected}"
 status = "open"
 reproducers = {reproducers}
-signature = "epochs_sw > 0"
+signature = "epochs_sw > {threshold}"
 """
 
 
-def _registry(tmp_path: Path, **bugs: tuple[str, list[str]]) -> BugRegistry:
+def _registry(tmp_path: Path, **bugs: tuple[str, list[str]] | tuple[str, list[str], int]) -> BugRegistry:
     folder = tmp_path / "bugs"
     folder.mkdir(exist_ok=True)
     registry = BugRegistry(folder=folder)
-    for bug_id, (affected, reproducers) in bugs.items():
+    for bug_id, spec in bugs.items():
+        affected, reproducers = spec[0], spec[1]
+        threshold = spec[2] if len(spec) > 2 else 0  # type: ignore[misc]
         path = folder / f"{bug_id}.toml"
         path.write_text(textwrap.dedent(BUG).format(
-            id=bug_id, affected=affected, reproducers=str(reproducers).replace("'", '"')))
+            id=bug_id, affected=affected, reproducers=str(reproducers).replace("'", '"'),
+            threshold=threshold))
         registry.bugs[bug_id] = load_bug(path)
     return registry
 
 
 def test_a_failing_item_matching_an_affecting_bug_is_explained(tmp_path: Path) -> None:
-    registry = _registry(tmp_path, **{"sw-bug": ("==4.0.1", ["cnn"]), "later": (">=9", ["x"])})
+    registry = _registry(tmp_path, **{"sw-bug": ("==4.0.1", ["cnn"]), "later": (">=9", ["x"]),
+                                      "a-quiet": ("==4.0.1", ["cnn"], 100)})
     case = _case(tmp_path, expect={"": (Bound("epochs_sw", max=0),)})
     verdict = _judge(case, {"epochs_sw": 2}, registry=registry)
-    statuses = {f["bug_id"]: f["status"] for f in verdict.findings}
-    assert statuses == {"sw-bug": "reproduced", "later": "reproduced"}
+    # in id order: a bug of this case that does not show, one that shows but affects only
+    # later versions, then the one that explains the failure
+    assert [(f["bug_id"], f["status"]) for f in verdict.findings] == [
+        ("a-quiet", "not-reproduced"), ("later", "reproduced"), ("sw-bug", "reproduced")]
     bug = explaining_bug(registry, verdict, "4.0.1")
     assert bug is not None and bug.id == "sw-bug"  # "later" does not affect 4.0.1
     assert explaining_bug(registry, verdict, "4.0.0") is None  # 4.0.0: nobody knows
@@ -281,6 +287,19 @@ def test_bug_looks_fixed_for_every_case_tied_to_it(
     assert looks_fixed(registry, case, verdict, "4.0.2") is None
     assert looks_fixed(registry, case, verdict, None) is None
     assert looks_fixed(None, case, verdict, "4.0.1") is None
+
+
+def test_looks_fixed_reads_past_findings_that_do_not_qualify(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, **{
+        "a-shows": ("==4.0.1", ["cnn"], 0),  # reproduced: not fixed-looking
+        "b-other-version": ("==3.0.0", ["cnn"], 100),  # not shown, but 4.0.1 is not affected
+        "c-fixed": ("==4.0.1", ["cnn"], 100),  # not shown and 4.0.1 is affected
+    })
+    case = _case(tmp_path)
+    verdict = _judge(case, {"epochs_sw": 1}, registry=registry)
+    assert [f["bug_id"] for f in verdict.findings] == ["a-shows", "b-other-version", "c-fixed"]
+    bug = looks_fixed(registry, case, verdict, "4.0.1")
+    assert bug is not None and bug.id == "c-fixed"
 
 
 def test_a_bug_still_showing_does_not_look_fixed(tmp_path: Path) -> None:
