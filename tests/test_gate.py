@@ -321,3 +321,17 @@ def test_the_xpass_marker_is_strict_and_says_what_to_update(tmp_path: Path) -> N
         "bug sw-bug looks fixed in 4.0.1: its signature `epochs_sw > 0` no longer matches, "
         "yet corpus/bugs/sw-bug.toml lists 4.0.1 as affected; update the registry"
     )
+
+
+def test_a_known_bug_is_reported_xfailed_with_its_id_and_source(tmp_path: Path) -> None:
+    from pytest_stedge.gate import xfail_known_bug
+
+    registry = _registry(tmp_path, **{"sw-bug": ("==4.0.1", ["cnn"])})
+    bug = registry.get("sw-bug")
+    assert bug is not None
+    with pytest.raises(pytest.xfail.Exception) as info:
+        xfail_known_bug(bug, "4.0.1", "cnn generate[4.0.1]: 1 metric missed")
+    assert str(info.value) == (
+        "known bug sw-bug in 4.0.1: extra SW epochs [https://example.invalid/sw-bug]; "
+        "cnn generate[4.0.1]: 1 metric missed"
+    )
