@@ -454,13 +454,20 @@ def mutate_module(
                 if m.status not in ("killed",):
                     print(f"  #{m.number} L{m.line} {m.function}: {m.what} -> {m.status}"
                           f"   | {m.source_line}", flush=True)
-    counts = {s: sum(1 for m in chosen if m.status == s) for s in
+    everything = chosen
+    previous = out / f"{name}.json"
+    if only is not None and previous.is_file():
+        # a rerun of some mutants updates the module's last full report
+        known = {m["number"]: Mutant(**m) for m in json.loads(previous.read_text())["mutants"]}
+        known.update({m.number: m for m in chosen})
+        everything = [known[k] for k in sorted(known)]
+    counts = {s: sum(1 for m in everything if m.status == s) for s in
               ("killed", "timeout", "survived", "equivalent")}
-    counts["error"] = sum(1 for m in chosen if m.status.startswith("error"))
+    counts["error"] = sum(1 for m in everything if m.status.startswith("error"))
     relevant = counts["killed"] + counts["timeout"] + counts["survived"]
     score = (counts["killed"] + counts["timeout"]) / relevant if relevant else 1.0
     report = {"module": rel, "tests": tests, "counts": counts, "score": score,
-              "mutants": [asdict(m) for m in chosen]}
+              "mutants": [asdict(m) for m in everything]}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
