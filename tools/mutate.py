@@ -461,6 +461,9 @@ def mutate_module(
         known = {m["number"]: Mutant(**m) for m in json.loads(previous.read_text())["mutants"]}
         known.update({m.number: m for m in chosen})
         everything = [known[k] for k in sorted(known)]
+    for m in everything:  # the equivalence list may have grown since the last full run
+        if m.status == "survived" and is_equivalent(name, m, judged) is not None:
+            m.status = "equivalent"
     counts = {s: sum(1 for m in everything if m.status == s) for s in
               ("killed", "timeout", "survived", "equivalent")}
     counts["error"] = sum(1 for m in everything if m.status.startswith("error"))
