@@ -112,6 +112,8 @@ def test_a_qdq_model_is_counted_in_int8_as_deployed() -> None:
     assert sorted((b.size, sorted(b.members)) for b in live.buffers) == [
         (16, ["r", "y"]), (16, ["x", "xq"])]
     assert (live.lower_bound, live.naive) == (32, 32)
+    # one step: the output lives on that step only
+    assert [(b.start, b.end) for b in live.buffers] == [(0, 0), (0, 0)]
 
 
 def test_a_float_model_between_dq_and_q_stays_float_where_it_is_float() -> None:
@@ -186,3 +188,103 @@ def test_int8_inputs_and_int8_tensors_mix_to_the_narrowest_type() -> None:
     live = _live(model)
     assert _spans(live) == {"x": (8, 0, 0), "c": (32, 0, 1), "y": (32, 1, 1)}
     assert live.lower_bound == 64  # step 1: c + y
+
+
+SCALE = numpy_helper.from_array(np.array(0.1, dtype=np.float32), "s")
+ZERO = numpy_helper.from_array(np.array(0, dtype=np.int8), "z")
+
+
+def _q(src: str, dst: str, name: str) -> Any:
+    return helper.make_node("QuantizeLinear", [src, "s", "z"], [dst], name=name)
+
+
+def _dq(src: str, dst: str, name: str) -> Any:
+    return helper.make_node("DequantizeLinear", [src, "s", "z"], [dst], name=name)
+
+
+def test_int8_runs_through_a_chain_of_transparent_operators() -> None:
+    # x(1x4x8) -> Q -> DQ -> Relu -> MaxPool(2) -> Q -> DQ -> y: Relu and MaxPool both int8,
+    # the intermediate r stays int8 although no Q follows it directly
+    model = _model(
+        [_q("x", "xq", "q0"), _dq("xq", "xd", "dq0"),
+         helper.make_node("Relu", ["xd"], ["r"], name="relu"),
+         helper.make_node("MaxPool", ["r"], ["mp"], name="pool", kernel_shape=[2], strides=[2]),
+         _q("mp", "mq", "q1"), _dq("mq", "y", "dq1")],
+        [("x", F32, [1, 4, 8])], [("y", F32, [1, 4, 4])], [SCALE, ZERO],
+    )
+    live = _live(model)
+    assert [(s.node, s.reads, s.writes) for s in live.steps] == [
+        ("relu", ["xq"], ["r"]), ("pool", ["r"], ["mp"])]
+    # 32 int8 values = 32 B each for x and r, 16 for the pooled output
+    assert _spans(live) == {"x": (32, 0, 0), "r": (32, 0, 1), "mp": (16, 1, 1)}
+    assert live.lower_bound == 64  # step 0: x + r; step 1: r + mp = 48
+
+
+def test_a_float_operator_feeding_a_quantize_makes_the_quantize_run() -> None:
+    # x -> Softmax (float) -> Q -> DQ -> Relu -> Q -> DQ -> y: the first Q converts
+    model = _model(
+        [helper.make_node("Softmax", ["x"], ["sm"], name="sm"), _q("sm", "sq", "q0"),
+         _dq("sq", "sd", "dq0"), helper.make_node("Relu", ["sd"], ["r"], name="relu"),
+         _q("r", "rq", "q1"), _dq("rq", "y", "dq1")],
+        [("x", F32, [1, 16])], [("y", F32, [1, 16])], [SCALE, ZERO],
+    )
+    live = _live(model)
+    assert [s.node for s in live.steps] == ["sm", "q0", "relu"]
+    # float x and sm: 64 B; int8 sq and r: 16 B
+    assert _spans(live) == {"x": (64, 0, 0), "sm": (64, 0, 1), "sq": (16, 1, 2), "r": (16, 2, 2)}
+    assert live.lower_bound == 128  # step 0: x + sm
+
+
+def test_a_dequantized_output_that_is_read_again_is_computed_in_float() -> None:
+    # y = DQ(...) is a graph output and Softmax reads it: the DQ runs and y is float
+    model = _model(
+        [_q("x", "xq", "q0"), _dq("xq", "xd", "dq0"),
+         helper.make_node("Relu", ["xd"], ["r"], name="relu"), _q("r", "rq", "q1"),
+         _dq("rq", "y", "dq1"), helper.make_node("Softmax", ["y"], ["w"], name="sm")],
+        [("x", F32, [1, 16])], [("y", F32, [1, 16]), ("w", F32, [1, 16])], [SCALE, ZERO],
+    )
+    live = _live(model)
+    assert [(s.node, s.reads) for s in live.steps] == [
+        ("relu", ["xq"]), ("dq1", ["rq"]), ("sm", ["y"])]
+    assert _spans(live) == {"x": (16, 0, 0), "r": (16, 0, 1), "y": (64, 1, 2), "w": (64, 2, 2)}
+    assert live.lower_bound == 128  # step 2: y + w
+
+
+def test_constant_inputs_are_not_buffers_and_an_unused_input_still_takes_room() -> None:
+    const = numpy_helper.from_array(np.ones((1, 4), dtype=np.float32), "c")
+    # Add(constant, x): the constant comes first and is skipped, x is read
+    model = _model(
+        [helper.make_node("Add", ["c", "x"], ["y"], name="add")],
+        [("x", F32, [1, 4]), ("unused", F32, [1, 2])], [("y", F32, [1, 4])], [const],
+    )
+    live = _live(model)
+    assert [(s.reads, s.writes) for s in live.steps] == [(["x"], ["y"])]
+    # the unused input is allocated at step 0 and never read: 16 + 8 + 16
+    assert _spans(live) == {"x": (16, 0, 0), "unused": (8, 0, 0), "y": (16, 0, 0)}
+    assert live.lower_bound == 40
+
+
+def test_an_unresolved_buffer_does_not_hide_the_resolved_ones() -> None:
+    # x(1xL) -> ReduceMean over L -> m(1x1) -> Relu -> y(1x1): x has no size, m and y 4 B
+    model = _model(
+        [helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[1], keepdims=1),
+         helper.make_node("Relu", ["m"], ["y"], name="relu")],
+        [("x", F32, [1, "L"])], [("y", F32, [1, 1])],
+    )
+    live = _live(model)
+    assert _spans(live) == {"x": (None, 0, 0), "m": (4, 0, 1), "y": (4, 1, 1)}
+    assert (live.lower_bound, live.peak_step, live.unresolved) == (8, 1, ["x"])
+    assert live.naive == 8
+
+
+def test_an_int8_input_of_unknown_length_stays_unresolved() -> None:
+    # the input is int8 on the target (it only feeds a Q), but its length is symbolic
+    model = _model(
+        [_q("x", "xq", "q0"), _dq("xq", "xd", "dq0"),
+         helper.make_node("Relu", ["xd"], ["r"], name="relu"), _q("r", "rq", "q1"),
+         _dq("rq", "y", "dq1")],
+        [("x", F32, [1, "L"])], [("y", F32, [1, "L"])], [SCALE, ZERO],
+    )
+    live = _live(model)
+    assert [b.size for b in live.buffers] == [None, None]
+    assert live.lower_bound == 0
