@@ -202,7 +202,6 @@ class StedgeItem(pytest.Item):
                 )
             except ToolchainError as exc:
                 from .parsers import extract_diagnostics
-
                 from .runner import stage_refusal
 
                 if exc.returncode not in (None, 0) and stage_refusal(self.stage, exc.reason):

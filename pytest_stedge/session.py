@@ -82,7 +82,7 @@ def _load_baseline(
     except BandError as exc:
         raise pytest.UsageError(f"ini stedge_baseline_band: {exc}") from None
     try:
-        state.baselines.metric_bands
+        _ = state.baselines.metric_bands  # malformed entries are a usage error up front
     except BandError as exc:
         raise pytest.UsageError(f"ini stedge_metric_bands: {exc}") from None
     if not rows and not state.baselines.in_session(state.toolchains.versions):

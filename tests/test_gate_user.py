@@ -168,7 +168,7 @@ def test_a_known_bug_that_no_longer_shows_is_a_strict_xpass(
     result = _run(pytester, corpus, installs, tmp_path, "--stedge-version", "4.0.1")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*[[]XPASS(strict)] bug sw-bug looks fixed in 4.0.1: its signature `epochs_sw > 100` "
-         "no longer matches*update the registry*"]
+        [("*[[]XPASS(strict)] bug sw-bug looks fixed in 4.0.1: its signature `epochs_sw > 100` "
+          "no longer matches*update the registry*")]
     )
     assert result.ret == 1

@@ -33,11 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -442,7 +443,8 @@ def mutate_module(
                     reason = is_equivalent(name, m, judged)
                     if reason is not None:
                         m.status = "equivalent"
-            except Exception as exc:  # a mutant that cannot be built is reported, not fatal
+            except (OSError, SyntaxError, ValueError, TypeError, LookupError) as exc:
+                # a mutant that cannot be built is reported, not fatal
                 m.status = f"error: {exc}"
             finally:
                 (where / rel).write_text(source, encoding="utf-8")
