@@ -307,3 +307,9 @@ def test_findings_for_relevant_bugs_always_and_others_only_when_they_match(tmp_p
     assert matched[0].to_row() == {"bug_id": "a", "status": "reproduced",
                                    "evidence": matched[0].evidence}
     assert BugRegistry().ids() == [] and registry.get("z") is None
+
+
+def test_unknown_reads_as_unknown_and_has_no_truth_value() -> None:
+    assert repr(UNKNOWN) == "UNKNOWN"
+    with pytest.raises(TypeError, match="compare with `is UNKNOWN`"):
+        bool(UNKNOWN)

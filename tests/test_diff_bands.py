@@ -192,3 +192,14 @@ def test_stedge_diff_band_per_metric_and_from_the_ini(
     status = cli.main(["diff", "2.2.0", "4.0.1", "--db", str(db), "--band", "val_cos=abc"])
     assert status == 2
     assert "stedge: error: band 'abc': expected a band such as" in capsys.readouterr().err
+
+
+def test_float_noise_below_one_part_in_1e12_is_not_a_change() -> None:
+    # another version printing more digits of the same figure is not a move
+    exact = parse_band("0")
+    assert not beyond_band(0.997453, 0.997453 * (1 + 0.5e-12), exact)
+    assert beyond_band(0.997453, 0.997453 * (1 + 1.5e-12), exact)
+    # the noise allowance is relative to the figure, never below 1e-12 absolute
+    assert not beyond_band(1e6, 1e6 + 0.5e-6, exact)
+    assert beyond_band(1e6, 1e6 + 1.5e-6, exact)
+    assert not beyond_band(0.0, 0.5e-12, exact) and beyond_band(0.0, 1.5e-12, exact)
