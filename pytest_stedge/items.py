@@ -135,6 +135,12 @@ class StedgeItem(pytest.Item):
             bug = explaining_bug(registry, verdict, self.version)
             title = f"{self.case.name} {self.name}"
             message = failure_message(title, verdict, update_hint=not state.settings.update)
+            summary = verdict.summary_lines()
+            if self.stage == "validate-target":  # where a per-layer search saw it start
+                from .board.plugin import divergence_lines
+
+                message += "".join(f"\n{line}" for line in divergence_lines(result))
+                summary += divergence_lines(result)
             if bug is not None and self.version is not None:
                 # a known bug is not a new normal: --stedge-update leaves it alone
                 xfail_known_bug(bug, self.version, message.splitlines()[0])
@@ -150,7 +156,7 @@ class StedgeItem(pytest.Item):
                         if c.old is not None and c.new is not None
                     },
                 }
-            raise StedgeCheckFailure(message, verdict.summary_lines())
+            raise StedgeCheckFailure(message, summary)
         fixed = looks_fixed(registry, self.case, verdict, self.version)
         if fixed is not None and self.version is not None:
             self.add_marker(xpass_marker(fixed, self.version))
