@@ -203,3 +203,17 @@ def test_float_noise_below_one_part_in_1e12_is_not_a_change() -> None:
     assert not beyond_band(1e6, 1e6 + 0.5e-6, exact)
     assert beyond_band(1e6, 1e6 + 1.5e-6, exact)
     assert not beyond_band(0.0, 0.5e-12, exact) and beyond_band(0.0, 1.5e-12, exact)
+
+
+def test_bands_from_numbers_and_how_they_print() -> None:
+    from pytest_stedge.diff import Band
+
+    # a TOML band written as a number: 1024 is absolute, like "+1024"
+    assert parse_band(1024) == Band(1024.0, False, "1024")
+    assert parse_band(0.5).value == 0.5 and not parse_band(0.5).relative
+    for bad in (True, None, [3]):
+        with pytest.raises(BandError, match="expected a band such as"):
+            parse_band(bad)  # type: ignore[arg-type]
+    assert str(parse_band(" +3% ")) == "+3%"  # as written, trimmed
+    assert str(Band(3.0, True)) == "+3%" and str(Band(1024.0, False)) == "+1024"
+    assert str(Band(0.5, True, "")) == "+0.5%"
