@@ -203,6 +203,8 @@ def test_float_noise_below_one_part_in_1e12_is_not_a_change() -> None:
     assert not beyond_band(1e6, 1e6 + 0.5e-6, exact)
     assert beyond_band(1e6, 1e6 + 1.5e-6, exact)
     assert not beyond_band(0.0, 0.5e-12, exact) and beyond_band(0.0, 1.5e-12, exact)
+    assert not beyond_band(0.0, 1e-12, exact)  # at the allowance exactly: still within
+    assert not beyond_band(100.0, 110.0, parse_band("+10"))  # a band is inclusive
 
 
 def test_bands_from_numbers_and_how_they_print() -> None:
