@@ -170,6 +170,7 @@ def test_signature_env_collects_what_the_item_measured() -> None:
     assert signature_env(result, metrics={"macc": 1.0})["macc"] == 1.0
     assert "epochs_sw" not in signature_env(result, metrics={"macc": 1.0})
     assert signature_env(None) == {} and signature_env({"tool": {}}) == {}
+    assert signature_env({"tool": {}}, version="4.0.1") == {"version": "4.0.1"}
 
 
 # -- the registry -----------------------------------------------------------------------------
