@@ -314,3 +314,14 @@ def test_unknown_reads_as_unknown_and_has_no_truth_value() -> None:
     assert repr(UNKNOWN) == "UNKNOWN"
     with pytest.raises(TypeError, match="compare with `is UNKNOWN`"):
         bool(UNKNOWN)
+
+
+def test_the_length_limit_is_2000_characters_exactly() -> None:
+    body = "epochs_sw > 1"
+    at_limit = body + " " * (2000 - len(body))
+    assert parse_signature(at_limit).evaluate({"epochs_sw": 2}) is True
+    with pytest.raises(SignatureError) as info:
+        parse_signature(at_limit + " ")
+    assert info.value.column == 2001 and "longer than 2000 characters" in str(info.value)
+    # the message shows a long signature clipped to 120 characters
+    assert len(str(info.value).split("'")[1]) == 120
