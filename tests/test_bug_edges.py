@@ -325,3 +325,16 @@ def test_the_length_limit_is_2000_characters_exactly() -> None:
     assert info.value.column == 2001 and "longer than 2000 characters" in str(info.value)
     # the message shows a long signature clipped to 120 characters
     assert len(str(info.value).split("'")[1]) == 120
+
+
+def test_messages_show_signatures_up_to_120_characters_whole() -> None:
+    for length, shown in ((120, 120), (121, 120)):
+        text = "nope > 1 and " + "x" * (length - 13)
+        with pytest.raises(SignatureError) as info:
+            parse_signature(text)
+        quoted = str(info.value).split("'")[1]
+        assert len(quoted) == shown
+        assert quoted == (text if length <= 120 else text[:117] + "...")
+    with pytest.raises(SignatureError) as info:
+        parse_signature(3)  # type: ignore[arg-type]
+    assert info.value.column == 1 and "a signature is a string, got int" in str(info.value)
