@@ -145,8 +145,9 @@ def test_numbers_and_strings_tokenize_as_written() -> None:
     assert _eval("macc == 25E-1", macc=2.5) is True
     assert _eval("macc==2", macc=2) is True  # no spaces needed
     assert _eval("target == 'stm32n6'", target="stm32n6") is True
-    with pytest.raises(SignatureError, match="backslashes or newlines"):
+    with pytest.raises(SignatureError, match="backslashes or newlines") as info:
         parse_signature('target == "a\\\\b"')
+    assert info.value.column == 11
 
 
 def test_names_and_evidence_of_nested_signatures() -> None:

@@ -219,3 +219,13 @@ def test_bands_from_numbers_and_how_they_print() -> None:
     assert str(parse_band(" +3% ")) == "+3%"  # as written, trimmed
     assert str(Band(3.0, True)) == "+3%" and str(Band(1024.0, False)) == "+1024"
     assert str(Band(0.5, True, "")) == "+0.5%"
+
+
+def test_a_side_not_measured_is_never_beyond_a_band_and_huge_figures_keep_their_percent() -> None:
+    (missing,) = compare_results("m", "v", {"macc": 10.0}, {}, comparable=True, bands={},
+                                 default_band="0")
+    assert missing.kind is ChangeKind.NOT_COMPARABLE and missing.beyond_band is False
+    assert missing.note == "not measured in head" and missing.delta is None
+    (huge,) = compare_results("m", "v", {"macc": 1e300}, {"macc": 2e300}, comparable=True,
+                              bands={}, default_band="0")
+    assert huge.delta_pct == pytest.approx(100.0) and huge.beyond_band is True
