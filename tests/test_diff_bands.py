@@ -229,3 +229,15 @@ def test_a_side_not_measured_is_never_beyond_a_band_and_huge_figures_keep_their_
     (huge,) = compare_results("m", "v", {"macc": 1e300}, {"macc": 2e300}, comparable=True,
                               bands={}, default_band="0")
     assert huge.delta_pct == pytest.approx(100.0) and huge.beyond_band is True
+
+
+def test_diff_store_refuses_a_bad_default_band_even_when_no_metric_would_read_it(
+    tmp_path: Path,
+) -> None:
+    from pytest_stedge.diff import diff_store
+
+    db = _store(tmp_path / "s.duckdb", REAL_22, REAL_401)  # only banded validation metrics
+    with Store.open(db, create=False) as store:
+        with pytest.raises(BandError, match="band 'abc'"):
+            diff_store(store, "2.2.0", "4.0.1", default_band="abc")
+        assert diff_store(store, "2.2.0", "4.0.1", default_band="0").counts()["unchanged"] == 5
