@@ -339,3 +339,10 @@ def test_messages_show_signatures_up_to_120_characters_whole() -> None:
     with pytest.raises(SignatureError) as info:
         parse_signature(3)  # type: ignore[arg-type]
     assert info.value.column == 1 and "a signature is a string, got int" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["macc > 1e", "macc > 1e+", "macc > 2E-"])
+def test_an_exponent_cut_short_at_the_end_is_a_signature_error(text: str) -> None:
+    # "1e" is the number 1 followed by the name "e" (or by an operator): never a crash
+    with pytest.raises(SignatureError):
+        parse_signature(text)

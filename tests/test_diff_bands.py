@@ -241,3 +241,19 @@ def test_diff_store_refuses_a_bad_default_band_even_when_no_metric_would_read_it
         with pytest.raises(BandError, match="band 'abc'"):
             diff_store(store, "2.2.0", "4.0.1", default_band="abc")
         assert diff_store(store, "2.2.0", "4.0.1", default_band="0").counts()["unchanged"] == 5
+
+
+def test_an_unknown_model_or_options_identity_says_so(tmp_path: Path) -> None:
+    from pytest_stedge.diff import diff_store
+
+    path = tmp_path / "u.duckdb"
+    with Store.open(path) as store:
+        for version, sha, opts in (("2.2.0", None, "o"), ("4.0.1", "m", None)):
+            run = store.begin_run(argv=["pytest"], versions=[version])
+            store.add_items(run, [ItemRow(
+                nodeid=f"corpus/c::generate[{version}]", case_name="c", stage="generate",
+                version=version, outcome="passed", model_sha256=sha, options_hash=opts,
+                metrics={"macc": 1.0 if version == "2.2.0" else 9.0})])
+        (change,) = diff_store(store, "2.2.0", "4.0.1").changes
+    assert change.kind is ChangeKind.NOT_COMPARABLE
+    assert change.note == "model sha256 unknown, options hash unknown"
