@@ -257,3 +257,16 @@ def test_an_unknown_model_or_options_identity_says_so(tmp_path: Path) -> None:
         (change,) = diff_store(store, "2.2.0", "4.0.1").changes
     assert change.kind is ChangeKind.NOT_COMPARABLE
     assert change.note == "model sha256 unknown, options hash unknown"
+
+
+def test_changes_for_picks_kinds_in_listing_order() -> None:
+    from pytest_stedge.diff import DiffReport, changes_for
+
+    changes = compare_results("m", "v", {"macc": 1.0, "epochs_sw": 1.0, "weights_bytes": 5.0},
+                              {"macc": 2.0, "epochs_sw": 0.0, "weights_bytes": 5.0},
+                              comparable=True, bands={}, default_band="0")
+    report = DiffReport("a", "b", changes)
+    picked = changes_for(report, [ChangeKind.IMPROVED, ChangeKind.REGRESSED])
+    assert [(c.metric, c.kind) for c in picked] == [
+        ("macc", ChangeKind.REGRESSED), ("epochs_sw", ChangeKind.IMPROVED)]
+    assert changes_for(report, []) == []
