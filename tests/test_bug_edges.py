@@ -346,3 +346,18 @@ def test_an_exponent_cut_short_at_the_end_is_a_signature_error(text: str) -> Non
     # "1e" is the number 1 followed by the name "e" (or by an operator): never a crash
     with pytest.raises(SignatureError):
         parse_signature(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('epochs_sw > 1 "x"', "unexpected string 'x'"),
+        ("epochs_sw > 1 )", "unexpected ')'"),
+        ("epochs_sw > 1 macc", "unexpected 'macc'"),
+        ("epochs_sw > 1 2.5", "unexpected number 2.5"),
+        ("(epochs_sw > 1", "unexpected end of the signature"),
+    ],
+)
+def test_errors_describe_the_token_they_stopped_at(text: str, message: str) -> None:
+    with pytest.raises(SignatureError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_signature(text)
