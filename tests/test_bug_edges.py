@@ -361,3 +361,14 @@ def test_an_exponent_cut_short_at_the_end_is_a_signature_error(text: str) -> Non
 def test_errors_describe_the_token_they_stopped_at(text: str, message: str) -> None:
     with pytest.raises(SignatureError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_signature(text)
+
+
+def test_depth_is_counted_per_nesting_not_per_operator_seen() -> None:
+    # a 'not' earlier in the signature does not lend depth to the parentheses after it
+    ok = "not false or " + "(" * 50 + "true" + ")" * 50
+    assert parse_signature(ok).evaluate({}) is True
+    with pytest.raises(SignatureError, match="nested more than 50 levels deep"):
+        parse_signature("not false or " + "(" * 51 + "true" + ")" * 51)
+    with pytest.raises(SignatureError, match="nested more than 50 levels deep"):
+        parse_signature("-1 < 0 or " + "(" * 51 + "true" + ")" * 51)
+    assert parse_signature('"PRelu" not in (software_ops)').evaluate({"software_ops": ["Conv"]})
