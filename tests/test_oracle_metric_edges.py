@@ -101,11 +101,15 @@ def test_classifier_accuracy_and_its_detection() -> None:
     assert looks_like_classifier(ref)
     assert compute_metrics(ref, pred)["acc"] == pytest.approx(75.0)  # 3 of 4 argmax agree
     assert "acc" not in compute_metrics(ref, pred, classifier=False)
-    assert not looks_like_classifier(np.array([[0.5, 0.6]]))  # rows do not sum to 1
-    assert not looks_like_classifier(np.array([[1.5, -0.5]]))  # negative scores
-    assert not looks_like_classifier(np.array([0.5, 0.5]))  # one row, no sample axis
-    assert not looks_like_classifier(np.array([[1.0], [1.0]]))  # one class
-    assert not looks_like_classifier(np.zeros((0, 3)))
+    assert looks_like_classifier(np.array([[0.5, 0.6]])) is False  # rows do not sum to 1
+    assert looks_like_classifier(np.array([[1.5, -0.5]])) is False  # negative scores
+    assert looks_like_classifier(np.array([0.5, 0.5])) is False  # one row, no sample axis
+    assert looks_like_classifier(np.array([[1.0], [1.0]])) is False  # one class
+    assert looks_like_classifier(np.zeros((0, 3))) is False
+    # the tool's (samples, 1, 1, classes) layout: the last axis holds the classes
+    nhwc = np.array([[[[0.2, 0.3, 0.5]]], [[[0.6, 0.2, 0.2]]]])
+    assert looks_like_classifier(nhwc) is True
+    assert compute_metrics(nhwc, nhwc[::-1].copy())["acc"] == 0.0  # both argmax differ
     assert looks_like_classifier(np.array([[0.0, 1.0], [1.0, 0.0]]))  # one-hot
     forced = compute_metrics(np.array([[2.0, 1.0]]), np.array([[1.0, 3.0]]), classifier=True)
     assert forced["acc"] == 0.0
