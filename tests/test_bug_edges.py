@@ -94,6 +94,8 @@ def test_values_the_env_cannot_give_are_unknown() -> None:
         ('target < "a"', 8, "strings compare only with '==' or '!='"),
         ('target == 3', 11, "cannot compare a string with a number"),
         ("(epochs_sw > 1) == (epochs_sw > 2)", 1, "a condition cannot be compared"),
+        ("(epochs_sw > 1) == 3", 1, "a condition cannot be compared with '=='"),
+        ("3 == (epochs_sw > 1)", 6, "a condition cannot be compared with '=='"),
         ("epochs_sw > 1 == 2", 15, "comparisons do not chain"),
         ('3 in software_ops', 1, "'in' needs a string on its left, got a number"),
         ('"x" in target', 8, "'in' needs a list on its right, got a string"),
