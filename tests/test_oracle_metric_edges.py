@@ -168,3 +168,13 @@ def test_pair_outputs_every_way_a_user_hands_them() -> None:
     assert [k for k, _, _ in pair_outputs({"": a}, {"pred": b}, "w")] == ["output"]
     with pytest.raises(OracleError, match=r"w: cannot pair outputs: reference keys \['p', 'q'\]"):
         pair_outputs({"p": a, "q": a}, {"r": b}, "w")
+
+
+def test_two_values_have_a_sample_variance_and_softmax_rows_allow_1e3() -> None:
+    two = compute_metrics(np.array([1.0, 3.0]), np.array([1.0, 2.0]), classifier=False)
+    # var(r, ddof 1) = 2 (+eps), mse = 0.5: nse = 0.75; std of e = [0, 1] with ddof 1
+    assert two["nse"] == pytest.approx(1 - 0.5 / (2 + EPS32), abs=1e-15)
+    assert two["std"] == pytest.approx(math.sqrt(0.5))
+    # rows summing to 1 within 1e-3 are softmax scores; 1.0015 is not
+    assert looks_like_classifier(np.array([[0.5, 0.5009], [0.2, 0.8]])) is True
+    assert looks_like_classifier(np.array([[0.5, 0.5015], [0.2, 0.8]])) is False
