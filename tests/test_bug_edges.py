@@ -147,6 +147,7 @@ def test_numbers_and_strings_tokenize_as_written() -> None:
     assert _eval("macc == 25E-1", macc=2.5) is True
     assert _eval("macc==2", macc=2) is True  # no spaces needed
     assert _eval("target == 'stm32n6'", target="stm32n6") is True
+    assert _eval('target == "("', target="(") is True  # a quoted parenthesis is a string
     with pytest.raises(SignatureError, match="backslashes or newlines") as info:
         parse_signature('target == "a\\\\b"')
     assert info.value.column == 11

@@ -213,9 +213,10 @@ def test_bands_from_numbers_and_how_they_print() -> None:
     # a TOML band written as a number: 1024 is absolute, like "+1024"
     assert parse_band(1024) == Band(1024.0, False, "1024")
     assert parse_band(0.5).value == 0.5 and not parse_band(0.5).relative
-    for bad in (True, None, [3]):
-        with pytest.raises(BandError, match="expected a band such as"):
+    for bad, shown in ((True, "band True:"), (None, "band None:"), ([3], "band [3]:")):
+        with pytest.raises(BandError, match="expected a band such as") as info:
             parse_band(bad)  # type: ignore[arg-type]
+        assert shown in str(info.value)
     assert str(parse_band(" +3% ")) == "+3%"  # as written, trimmed
     assert str(Band(3.0, True)) == "+3%" and str(Band(1024.0, False)) == "+1024"
     assert str(Band(0.5, True, "")) == "+0.5%"
