@@ -374,4 +374,6 @@ def test_depth_is_counted_per_nesting_not_per_operator_seen() -> None:
         parse_signature("not false or " + "(" * 51 + "true" + ")" * 51)
     with pytest.raises(SignatureError, match="nested more than 50 levels deep"):
         parse_signature("-1 < 0 or " + "(" * 51 + "true" + ")" * 51)
+    with pytest.raises(SignatureError, match="nested more than 50 levels deep"):
+        parse_signature("(true) or " + "(" * 51 + "true" + ")" * 51)
     assert parse_signature('"PRelu" not in (software_ops)').evaluate({"software_ops": ["Conv"]})
