@@ -108,18 +108,20 @@ def test_the_same_version_or_the_oracle_is_never_compared(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("base_sha", "head_sha", "options"),
-    [(None, SHA, None), (SHA, None, None), ("b" * 64, SHA, None), (SHA, SHA, "other-options")],
+    ("base_sha", "head_sha", "options", "note"),
+    [(None, SHA, None, "model differs from 3.0.0"), (SHA, None, None, "model differs from 3.0.0"),
+     ("b" * 64, SHA, None, "model differs from 3.0.0"),
+     (SHA, SHA, "other-options", "options differ from 3.0.0")],
     ids=["base-model-unknown", "head-model-unknown", "other-model", "other-options"],
 )
 def test_another_model_or_options_is_never_a_regression(
-    tmp_path: Path, base_sha: str | None, head_sha: str | None, options: str | None
+    tmp_path: Path, base_sha: str | None, head_sha: str | None, options: str | None, note: str
 ) -> None:
     case = _case(tmp_path)
     base = _base(case, {"activations_bytes": 1_000}, sha=base_sha, options=options)
     verdict = _judge(case, {"activations_bytes": 9_000}, base, sha=head_sha)
     (change,) = verdict.changes
-    assert change.kind is ChangeKind.NOT_COMPARABLE and change.note == "model or options differ"
+    assert change.kind is ChangeKind.NOT_COMPARABLE and change.note == note
     assert not verdict.failed
 
 
