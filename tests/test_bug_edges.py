@@ -148,6 +148,7 @@ def test_numbers_and_strings_tokenize_as_written() -> None:
     assert _eval("macc==2", macc=2) is True  # no spaces needed
     assert _eval("target == 'stm32n6'", target="stm32n6") is True
     assert _eval('target == "("', target="(") is True  # a quoted parenthesis is a string
+    assert _eval('target != ""', target="stm32n6") is True  # the empty string closes at once
     with pytest.raises(SignatureError, match="backslashes or newlines") as info:
         parse_signature('target == "a\\\\b"')
     assert info.value.column == 11
