@@ -178,3 +178,14 @@ def test_two_values_have_a_sample_variance_and_softmax_rows_allow_1e3() -> None:
     # rows summing to 1 within 1e-3 are softmax scores; 1.0015 is not
     assert looks_like_classifier(np.array([[0.5, 0.5009], [0.2, 0.8]])) is True
     assert looks_like_classifier(np.array([[0.5, 0.5015], [0.2, 0.8]])) is False
+
+
+def test_a_forced_classifier_on_one_value_and_long_bad_csv_lines(tmp_path: Path) -> None:
+    # one scalar output forced to be a classifier: one class, argmax always agrees
+    assert compute_metrics(np.float64(0.3), np.float64(0.9), classifier=True)["acc"] == 100.0
+    bad = tmp_path / "long.csv"
+    line = "x" * 80
+    bad.write_text(f"1,2\n{line}\n")
+    with pytest.raises(OracleError) as info:
+        load_arrays(bad)
+    assert f"not a numeric csv line: {'x' * 60!r}" in str(info.value)  # the first 60 characters
