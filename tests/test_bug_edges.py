@@ -239,6 +239,7 @@ def test_release_of_and_link_text(tmp_path: Path) -> None:
         ("<2.2", "fixed", "", "fixed_in", "status 'fixed' needs the first fixed version"),
         ("<2.2", "open", 'fixed_in = "2.1.0"', "fixed_in", "inside affected"),
         ("<2.2", "open", 'fixed_in = "two"', "fixed_in", "is not a version"),
+        ("<2.3", "open", 'fixed_in = "2.2.0rc1"', "fixed_in", "inside affected"),  # a pre-release
         ("bogus", "open", "", "affected", "not a PEP 440 specifier"),
         ("", "open", "", "affected", "empty; write 'unknown' when nobody knows"),
         ("<2.2", "closed", "", "status", "accepted: open, fixed, unknown"),
@@ -267,6 +268,10 @@ def test_ids_reproducers_and_required_keys(tmp_path: Path) -> None:
     empty.write_text(empty.read_text().replace('reproducers = ["cnn"]', "reproducers = []"))
     with pytest.raises(CaseError, match="non-empty list of corpus case names"):
         load_bug(empty)
+    blank_name = _bug(tmp_path, name="n")
+    blank_name.write_text(blank_name.read_text().replace('["cnn"]', '["cnn", ""]'))
+    with pytest.raises(CaseError, match="non-empty list of corpus case names"):
+        load_bug(blank_name)
     blank = _bug(tmp_path, name="t")
     blank.write_text(blank.read_text().replace('title = "t"', 'title = "  "'))
     with pytest.raises(CaseError, match="must not be empty"):

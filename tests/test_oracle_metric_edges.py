@@ -189,3 +189,10 @@ def test_a_forced_classifier_on_one_value_and_long_bad_csv_lines(tmp_path: Path)
     with pytest.raises(OracleError) as info:
         load_arrays(bad)
     assert f"not a numeric csv line: {'x' * 60!r}" in str(info.value)  # the first 60 characters
+
+
+def test_a_pickled_array_is_never_loaded(tmp_path: Path) -> None:
+    # an .npy holding Python objects would run code when unpickled: refused
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(OracleError, match="not a numpy .npy/.npz file"):
+        load_arrays(tmp_path / "obj.npy")
