@@ -196,3 +196,11 @@ def test_a_pickled_array_is_never_loaded(tmp_path: Path) -> None:
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(OracleError, match="not a numpy .npy/.npz file"):
         load_arrays(tmp_path / "obj.npy")
+
+
+def test_two_outputs_across_two_files_pair_by_number() -> None:
+    a1, a2, b1, b2 = np.zeros(1), np.zeros(2), np.ones(1), np.ones(2)
+    pairs = pair_outputs({"m_outputs_1": a1, "m_outputs_2": a2},
+                         {"c_outputs_2": b2, "c_outputs_1": b1}, "w")
+    assert [(k, r is ref, p is pred) for (k, r, p), ref, pred in
+            zip(pairs, (a1, a2), (b1, b2))] == [("m_outputs_1", True, True), ("m_outputs_2", True, True)]
