@@ -127,12 +127,14 @@ class StedgeItem(pytest.Item):
             model_sha256=row.model_sha256,
             baseline=baseline,
             default_band=state.baselines.default_band,
+            metric_bands=state.baselines.metric_bands,
             strict_baseline=state.baselines.strict,
             registry=registry,
             options_hash=row.options_hash,
         )
         row.findings = verdict.findings
-        row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
+        row.changes = [c.to_json() for c in verdict.changes]
         row.baseline_version = verdict.baseline_version
         if self.version is not None:
             state.baselines.remember(self.case.name, self.stage, self.version, row)
@@ -262,11 +264,11 @@ class StedgeItem(pytest.Item):
                 )
             except ToolchainError as exc:
                 from .parsers import extract_diagnostics
+                from .runner import stage_refusal
 
-                if _stage_refused(exc):
-                    # e.g. 4.x: "E102(CliArgumentError): Validation on host is not supported
-                    # for devices based on Arm Cortex M55/M85 core." The tool says the stage
-                    # does not apply to this target: that is a skip, not a regression.
+                if exc.returncode not in (None, 0) and stage_refusal(self.stage, exc.reason):
+                    # the tool says the stage does not apply to this target (the refusals
+                    # it documents, runner.STAGE_REFUSALS): a skip, not a regression
                     pytest.skip(f"stedgeai {self.version} refuses {self.stage} here: {exc.reason}")
                 diagnostics = extract_diagnostics(exc.output_tail)
                 if exc.timed_out is not None:
@@ -334,11 +336,6 @@ def _child_id(parent: pytest.Collector, name: str) -> str:
     # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket
     # in the name and never match a last-failed id again.
     return f"{parent.nodeid}::{name}"
-
-
-def _stage_refused(exc: ToolchainError) -> bool:
-    reason = exc.reason or ""
-    return reason.startswith("E102(") and "not supported" in reason
 
 
 def _command(stage: str) -> str:

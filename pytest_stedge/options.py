@@ -148,6 +148,13 @@ def add_ini(addini: AddOption) -> None:
         type="string",
         default="0",
     )
+    addini(
+        "stedge_metric_bands",
+        "Per-metric default bands, one METRIC=BAND a line (over the built-in bands of the "
+        "validation metrics, e.g. val_cos=+0.001)",
+        type="linelist",
+        default=[],
+    )
 
 
 def add_board_options(addoption: AddOption, addini: AddOption) -> None:

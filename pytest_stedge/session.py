@@ -97,6 +97,10 @@ def _load_baseline(
         parse_band(state.baselines.default_band)
     except BandError as exc:
         raise pytest.UsageError(f"ini stedge_baseline_band: {exc}") from None
+    try:
+        _ = state.baselines.metric_bands  # malformed entries are a usage error up front
+    except BandError as exc:
+        raise pytest.UsageError(f"ini stedge_metric_bands: {exc}") from None
     if not rows and not state.baselines.in_session(state.toolchains.versions):
         raise pytest.UsageError(
             f"--stedge-baseline {state.baselines.version}: the store {path} has no results of "
@@ -350,6 +354,10 @@ class StedgeController:
                 changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
             )
             write("")
+            if all(c.kind is ChangeKind.UNCHANGED for c in report.changes):
+                # say so: silence would not tell "nothing moved" from "nothing was compared"
+                write(f"baseline {base}: {len(report.changes)} metrics unchanged in {head}")
+                continue
             for line in format_table(report).splitlines():
                 write(line)
 

@@ -149,12 +149,30 @@ class Baselines:
     """The baseline version's figures per (case, stage): stored ones, and those of this
     session's own baseline items (a later version in this process compares with them)."""
 
-    def __init__(self, version: str | None, *, strict: bool, default_band: str) -> None:
+    def __init__(
+        self,
+        version: str | None,
+        *,
+        strict: bool,
+        default_band: str,
+        metric_band_lines: list[str] | None = None,
+    ) -> None:
         self.version = version
         self.strict = strict
         self.default_band = default_band
+        self.metric_band_lines = list(metric_band_lines or [])
         self.stored: dict[tuple[str, str], Baseline] = {}
         self._session: dict[tuple[str, str, str], Baseline] = {}
+
+    @property
+    def metric_bands(self) -> dict[str, str]:
+        """Per-metric default bands: ini ``stedge_metric_bands`` over the noisy metrics' own.
+
+        :raises BandError: for a malformed entry (the session checks them at start).
+        """
+        from .diff import parse_metric_bands
+
+        return parse_metric_bands(self.metric_band_lines)
 
     def in_session(self, versions: list[str]) -> bool:
         """Whether the baseline version runs in this session too."""
@@ -389,6 +407,7 @@ class StedgeState:
             _option(config, "stedge_baseline"),
             strict=bool(_option(config, "stedge_strict_baseline")),
             default_band=str(config.getini("stedge_baseline_band") or "0"),
+            metric_band_lines=list(config.getini("stedge_metric_bands") or []),
         )
         self.work = WorkFolders(
             _resolve(config, config.getoption("stedge_workdir"), "stedge_workdir",

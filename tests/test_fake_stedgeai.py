@@ -791,10 +791,8 @@ def test_project_parser_reads_the_fake_output(
     models: dict[str, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    parsers = pytest.importorskip("pytest_stedge.parsers")
-    parse_path = getattr(parsers, "parse_path", None)
-    if parse_path is None:
-        pytest.skip("pytest_stedge.parsers.parse_path does not exist yet")
+    from pytest_stedge.parsers import parse_path
+
     model = models["big"]
     assert _run(installs[version], tmp_path, *args, "-m", str(model), monkeypatch=monkeypatch) == 0
     doc = _cinfo(tmp_path)

@@ -84,7 +84,7 @@ def test_record_rerun_regress_xpass_update_pass(workflow) -> None:
             "*cnn generate[[]4.0.1]: 4 metric(s) moved beyond their band against 3.0.0.",
             "*activations_bytes*2,048*2,254*+206 (+10.1%)*regressed*",
             "*epochs_sw*4*5*+1*regressed*",
-            "stedge diff 3.0.0 -> 4.0.1: 4 regressed",
+            "stedge diff 3.0.0 -> 4.0.1: 4 regressed, 9 unchanged",
             "cnn [[]generate]*",
             "*activations_bytes*(+10.1%)*REGRESSED*",
             "*epochs_sw*+1*REGRESSED*",
@@ -129,7 +129,7 @@ def test_baseline_run_in_the_same_session(workflow, xdist: list[str]) -> None:
         "-k", "cnn", *xdist,
     )
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["stedge diff 3.0.0 -> 4.0.1: 4 regressed"])
+    result.stdout.fnmatch_lines(["stedge diff 3.0.0 -> 4.0.1: 4 regressed, 9 unchanged"])
 
 
 def test_a_case_naming_a_missing_bug_is_a_collection_error(workflow) -> None:
