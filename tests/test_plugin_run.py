@@ -78,7 +78,7 @@ def test_generate_runs_checks_and_stores(
     assert generate["outcome"] == "passed"
     assert generate["result"]["tool"]["version"] == "4.0.1"
     # the figure is the tool's own, as its c_info states it
-    workdir = pytester.path / ".stedge" / "work" / "run-1" / "cnn" / "generate-4.0.1"
+    (workdir,) = (pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-4.0.1")
     c_info = json.loads((workdir / "st_ai_output" / "network_c_info.json").read_text())
     assert generate["metrics"]["activations_bytes"] == c_info["memory_footprint"]["activations"]
     assert generate["metrics"]["activations_ratio"] == pytest.approx(
@@ -108,7 +108,7 @@ def test_failed_expectations_show_every_missed_metric(
     )
     result = _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb", "--stedge-version", "4.0.1")
     result.assert_outcomes(passed=1, failed=1)
-    workdir = pytester.path / ".stedge" / "work" / "run-1" / "cnn" / "generate-4.0.1"
+    (workdir,) = (pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-4.0.1")
     footprint = json.loads((workdir / "st_ai_output" / "network_c_info.json").read_text())[
         "memory_footprint"
     ]
