@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,13 @@ from .common import (
     split_tool_version,
     version_warning,
 )
+from .figures import (
+    MAX_DIGITS,
+    FigureError,
+    checked_float,
+    checked_number,
+    line_of_long_digits,
+)
 
 _KIND = {
     "NODE_HW": "hw",
@@ -33,7 +41,7 @@ _KIND = {
 # Operator types that are bookkeeping, not computation: epochs holding only these are
 # the pseudo-epochs the reports do not count (epoch_0 of parameters, trailing Return).
 _PSEUDO_OPS = {"Param", "Return"}
-_EPOCH_NAME = re.compile(r"epoch_(\d+)$")
+_EPOCH_NAME = re.compile(r"epoch_(\d{1,9})$")
 _METRIC_KEYS = ("acc", "rmse", "mae", "l2r", "mean", "std", "snr", "nse", "cos")
 
 
@@ -49,6 +57,12 @@ def load_json(path: Path, data: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise ReportParseError(
             path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from exc
+    except ValueError as exc:  # an integer of more digits than int() converts
+        raise ReportParseError(
+            path,
+            f"figure of more than {MAX_DIGITS} digits: not a number stedgeai writes",
+            line=line_of_long_digits(text),
         ) from exc
     except RecursionError as exc:
         raise ReportParseError(path, "invalid JSON: nested too deeply") from exc
@@ -298,11 +312,13 @@ def metric_row(row: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
-            out[key] = float(value)
+            out[key] = float(checked_number(value))
         elif isinstance(value, str):
             text = value.strip().rstrip("%")
             try:
-                out[key] = float(text)
+                out[key] = checked_float(text)
+            except FigureError:
+                raise
             except ValueError:
                 continue
     return out
@@ -353,10 +369,15 @@ def _validation(doc: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
         aton = [a for a in _list(doc.get("aton_execution_time")) if isinstance(a, dict)]
         values = [a.get("duration_ms") for a in aton]
         numbers = [
-            float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+            float(checked_number(v))
+            for v in values
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
         # one entry per epoch block; their sum is the inference
         duration = sum(numbers) if numbers and len(numbers) == len(values) else None
     if duration is not None:
-        validation["duration_ms"] = float(duration)
+        duration = float(checked_number(duration))
+        if not math.isfinite(duration):
+            raise FigureError(repr(duration), "is not a duration")
+        validation["duration_ms"] = duration
     return validation

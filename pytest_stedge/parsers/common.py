@@ -138,11 +138,19 @@ def clean_console(text: str) -> list[str]:
 
 
 def as_int(value: Any) -> int | None:
-    """A JSON number as int; None for bools, strings, NaN/inf and anything else."""
+    """A JSON number as int; None for bools, strings, NaN and anything else.
+
+    :raises FigureError: for an infinite figure (``1e999``) or one no float can hold.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            raise FigureError(repr(value), "overflows a float")
+    elif abs(value) >= 2**1024:
+        raise FigureError(str(value), "overflows a float")
     return int(value)
 
 

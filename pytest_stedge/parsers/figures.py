@@ -101,12 +101,31 @@ def parse_size_precise(text: str) -> tuple[int, float] | None:
     return round(number * unit), error
 
 
+_BIG_EXPONENT = re.compile(r"[-+]?\d+(?:\.\d*)?[eE]\+?\d{3,}|-?Infinity")
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+
+
 def line_of(text: str, literal: str) -> int | None:
-    """The 1-based line of ``text`` where ``literal`` first appears (None when absent)."""
-    if not literal:
-        return None
-    index = text.find(literal)
+    """The 1-based line of ``text`` where the figure ``literal`` first appears.
+
+    An infinite figure (``inf``, its literal lost when JSON was read) is looked for as a
+    number with a 3-digit exponent that overflows, or ``Infinity``. None when not found.
+    """
+    index = -1
+    if literal.lower().strip("+-") in ("inf", "infinity"):
+        for match in _BIG_EXPONENT.finditer(text):
+            if not math.isfinite(float(match.group(0).replace("Infinity", "inf"))):
+                index = match.start()
+                break
+    elif literal:
+        index = text.find(literal)
     return None if index < 0 else text.count("\n", 0, index) + 1
+
+
+def line_of_long_digits(text: str) -> int | None:
+    """The line of the first run of more than MAX_DIGITS digits (what ``int()`` refuses)."""
+    match = _LONG_DIGITS.search(text)
+    return None if match is None else text.count("\n", 0, match.start()) + 1
 
 
 def overflowing(value: Any, where: str = "") -> Iterator[tuple[str, str]]:

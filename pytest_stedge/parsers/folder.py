@@ -17,6 +17,7 @@ from pytest_stedge.result import Result
 
 from . import c_info, report_json, report_txt, val_files
 from .common import decode_text, read_bytes
+from .figures import FigureError, line_of, overflowing
 
 _TEXT_SUFFIXES = {".txt", ".log", ".out", ""}
 # Sub-folders a user may point at the parent of: the tool's default output and workspace.
@@ -59,8 +60,15 @@ def parse_file(path: Path | str) -> Result:
         return val_files.parse_csv_files([path], [text])
     start = text.lstrip()[:1]
     if start == "{" or start == "[" and path.suffix.lower() == ".json":
-        return _parse_json(path, data)
-    return report_txt.parse_text_report(path, text)
+        result = _parse_json(path, data)
+    else:
+        result = report_txt.parse_text_report(path, text)
+    for where, literal in overflowing(result):
+        shown = literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} digits)"
+        raise ReportParseError(
+            path, f"{where} = {shown} overflows a float", line=line_of(text, literal)
+        )
+    return result
 
 
 def _parse_json(path: Path, data: bytes) -> Result:
@@ -71,6 +79,9 @@ def _parse_json(path: Path, data: bytes) -> Result:
         if report_json.is_report_json(doc):
             _literal_metrics(doc)
             return report_json.parse_report_json(path, doc)
+    except FigureError as exc:
+        text = decode_text(path, data)
+        raise ReportParseError(path, str(exc), line=line_of(text, exc.literal)) from None
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
         # Last line of defence against values of a type no tool version wrote.
         raise ReportParseError(

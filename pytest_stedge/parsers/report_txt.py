@@ -46,7 +46,7 @@ _SECTION_TITLE = re.compile(r'Requested memory size by section - "([^"]+)" targe
 # ".../STEdgeAI/2.2/Utilities/..." or Developer Cloud's ".../X-CUBE-AI/2.2.0/Utilities/..." (core
 # numbering, below the 5.x+ pack numbers).
 _INSTALL_PATH = re.compile(
-    r"(?<=[\\/])(?:STEdgeAI(?:_Core)?|X-CUBE-AI)[\\/]([1-4]\.\d+(?:\.\d+)?)[\\/]Utilities[\\/]"
+    r"[\\/](?:STEdgeAI(?:_Core)?|X-CUBE-AI)[\\/]([1-4]\.\d+(?:\.\d+)?)[\\/]Utilities[\\/]"
 )
 _MARKERS = (
     "Exec/report summary",
@@ -138,6 +138,17 @@ def parse_text_report(path: Path, text: str) -> Result:
         raise ReportParseError(path, str(exc), line=line_of(text, exc.literal)) from None
 
 
+def _install_version(text: str) -> str | None:
+    """The version in the first install path (``.../X-CUBE-AI/2.2.0/Utilities/``) of ``text``."""
+    at = text.find("Utilities")
+    while at >= 0:
+        match = _INSTALL_PATH.search(text, max(0, at - 40), at + 10)
+        if match:
+            return match.group(1)
+        at = text.find("Utilities", at + 9)
+    return None
+
+
 def _parse(path: Path, lines: list[str]) -> Result:
     joined = "\n".join(lines)
     result = new_result("unknown")
@@ -146,10 +157,10 @@ def _parse(path: Path, lines: list[str]) -> Result:
     diagnostics = extract_diagnostics(joined)
     if banner:
         result["tool"] = {k: banner[k] for k in ("version", "build", "revision") if k in banner}
-    elif "Utilities" in joined:
-        installed = _INSTALL_PATH.search(joined)
+    else:
+        installed = _install_version(joined)
         if installed:  # Developer Cloud consoles print no banner, only the install path
-            parts = installed.group(1).split(".")
+            parts = installed.split(".")
             result["tool"] = {"version": ".".join((parts + ["0", "0"])[:3])}
     if "tool" in result:
         family = banner["family"] if banner else "stedgeai"
