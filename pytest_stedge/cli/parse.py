@@ -79,7 +79,7 @@ def json_safe(result: dict[str, Any]) -> dict[str, Any]:
                 "level": "warning",
                 "code": "non-finite",
                 "kind": "NonFiniteNumber",
-                "message": f"{item}; printed as null (JSON has no NaN or Infinity)",
+                "message": f"{item}; printed as null (not a number JSON can hold)",
             }
             for item in found
         ]
