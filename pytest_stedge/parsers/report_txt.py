@@ -15,6 +15,8 @@ can backtrack over a run of spaces: parsing costs a few times reading the file.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +151,36 @@ def _install_version(text: str) -> str | None:
     return None
 
 
+# Words of every line _State acts on outside a live section: headers, the totals line, the
+# compiler version. Found in the whole text at once; the lines between are skipped.
+_HEADER_WORDS = (
+    "summary (",
+    "Model name -",
+    "Generated C-graph summary",
+    "Memory usage information",
+    "Used memory ranges",
+    "Compilation details",
+    "Epochs details",
+    "Requested memory size by section",
+    "Compiler version:",
+    "macc=",
+    "Parameters",
+)
+
+
+def _header_lines(lines: list[str], joined: str) -> list[int]:
+    """Sorted indexes of the lines holding a header word."""
+    starts = [0, *accumulate(len(line) + 1 for line in lines)]
+    found: set[int] = set()
+    for word in _HEADER_WORDS:
+        at = joined.find(word)
+        while at >= 0:
+            line = bisect_right(starts, at) - 1
+            found.add(line)
+            at = joined.find(word, starts[line + 1] if line + 1 < len(starts) else len(joined))
+    return sorted(found)
+
+
 def _parse(path: Path, lines: list[str]) -> Result:
     joined = "\n".join(lines)
     result = new_result("unknown")
@@ -171,8 +203,15 @@ def _parse(path: Path, lines: list[str]) -> Result:
     if service:
         result["run"] = {"service_dir": f"rootDir-{service.group(1)}"}
     state = _State(result)
-    for line in lines:
-        state.feed(line)
+    headers = _header_lines(lines, joined)
+    index, count = 0, len(lines)
+    while index < count:
+        state.feed(lines[index])
+        if state.dead:  # nothing to read before the next header: jump to it
+            after = bisect_right(headers, index)
+            index = headers[after] if after < len(headers) else count
+        else:
+            index += 1
     state.finish(lines, joined)
     if result["command"] == "unknown":
         result["command"] = "validate" if result.get("validation") else "generate"
@@ -196,6 +235,11 @@ class _State:
         self.sections: dict[str, Any] | None = None
         self.commands: list[str] = []
         self.started = False  # a header was seen: key/value rows now belong to a summary
+
+    @property
+    def dead(self) -> bool:
+        """In a part of the text whose lines give nothing until the next header."""
+        return self.started and self.section in ("", "compiler")
 
     def feed(self, line: str) -> None:
         stripped = line.strip()
