@@ -156,7 +156,9 @@ def flat_metrics(result: Result) -> dict[str, float]:
 def _flat_metrics(result: Result) -> dict[str, float]:
     out: dict[str, float] = {}
     memory = result.get("memory") or {}
-    precision = memory.get("precision") if isinstance(memory.get("precision"), dict) else {}
+    precision: Any = memory.get("precision")
+    if not isinstance(precision, dict):
+        precision = {}
     for key in ("weights_bytes", "activations_bytes"):
         value = _number(memory.get(key))
         if value is not None:

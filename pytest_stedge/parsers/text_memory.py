@@ -111,7 +111,7 @@ class Figures:
         """The closer of the pools' sum and the ``Total:`` line (bytes, error in bytes)."""
         if not self.usage:
             return None
-        candidates = [
+        candidates: list[tuple[int, float]] = [
             c
             for c in (self.usage.get("pool_sums", {}).get(key), self.usage["total"].get(key))
             if c is not None
