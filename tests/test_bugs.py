@@ -190,6 +190,15 @@ EXPECTED_IDS = {
     "npu-hang-activ-conv": ["relu-dw7"],
     "dw-stride2-stall": ["dw-stride2"],
     "validate-generate-act-mismatch": ["conv2d-16f-3x3"],
+    # findings of the recorded public runs (corpus/real), each with its reproducers
+    "n6-conv1x1-activations-4.0.0": [
+        "n6-micro-conv2d-1x1/devcloud", "n6-micro-conv2d-1x1/aistudio", "n6-micro-conv2d-1x1/cubemx",
+    ],
+    "n6-conv7x7-board-timeout-4.0.0": [
+        "n6-micro-conv2d-32f-7x7/devcloud", "n6-micro-conv2d-32f-7x7/devcloud-ec",
+        "n6-micro-conv2d-32f-7x7/aistudio", "n6-micro-conv2d-32f-7x7/cubemx",
+    ],
+    "n6-depthwise-weights-4.0.0": ["n6-micro-depthwise-3x3/devcloud", "n6-micro-depthwise-3x3/cubemx"],
 }
 
 
