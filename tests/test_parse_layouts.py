@@ -71,6 +71,27 @@ def test_the_hw_ec_split_the_text_report_alone_states(shared_dir: Path, name: st
     assert epochs.get("ec_blobs") == expected[5]
 
 
+@pytest.mark.parametrize(
+    ("name", "ops"),
+    [
+        (
+            "stedgeai-samples/n6-v2.2.0-xcubeai10.2-generate-many-sw-epochs/network_generate_report.txt",
+            ["DequantizeLinear", "QuantizeLinear", "Transpose"],
+        ),
+        (
+            "real-cases/n6-yolo-micro-onnx/yolov8n_micro_224/4.0.1-aistudio/yolov8n_micro_224.txt",
+            ["Concat", "DepthToSpace", "DequantizeLinear", "QuantizeLinear", "Softmax", "Sub",
+             "Transpose"],
+        ),
+    ],
+)  # fmt: skip
+def test_software_ops_the_text_report_alone_names(shared_dir: Path, name: str, ops: list[str]) -> None:
+    result = parse_path(SHARED / name)
+    assert result["software_ops"] == ops
+    hardware = [e for e in result["epochs"]["list"] if e["kind"] == "hw"]
+    assert all(e["ops"] == [] for e in hardware)  # the 2.x list names SW operators only
+
+
 def test_ec_ranges_stay_blobs_and_are_never_counted_as_epochs(shared_dir: Path) -> None:
     # yolov8n: 10 EC rows ("epochs 1 -> 51" ... "<no executed epochs>") whose id ranges add up
     # to 110, while the report counts 95 HW/EC epochs: the counts come from its summary lines
