@@ -74,6 +74,19 @@ def test_2x_partial_list_the_rest_is_hardware_of_the_kind_listed() -> None:
     assert _counts(epochs) == (10, 8, 0, 1, 1)  # 10 - 1 SW - 1 hybrid
 
 
+@pytest.mark.parametrize(
+    "listed",
+    [
+        ["epoch 7      -SW-   (  Softmax  )"],  # no hardware line: of which kind the rest is?
+        ["epoch 1       HW    ", "epoch 2       EC    "],  # both kinds: the split is unknown
+    ],
+)
+def test_2x_partial_list_that_does_not_say_the_kind_of_the_rest(listed: list[str]) -> None:
+    epochs = parse_epochs(["Total number of epochs: 10 of which 1 implemented in software", *listed])
+    assert epochs is not None and (epochs["total"], epochs["sw"]) == (10, 1)
+    assert "hw" not in epochs and "ec" not in epochs
+
+
 def test_2x_hybrid_and_software_ops() -> None:
     epochs = parse_epochs(
         [
@@ -107,6 +120,26 @@ def test_3x_mixed_hw_and_ec_rows() -> None:
     ]
     epochs = parse_epochs(_v3(rows, total=8, sw=1, hybrid=0, hw_ec=7, blobs=1))
     assert _counts(epochs) == (8, 2, 5, 1, 0)
+
+
+def test_3x_blob_whose_ec_rows_were_cut_leaves_the_listed_hw_rows_hw() -> None:
+    rows = ["| epoch_1 |  HW  |  |", "| epoch_2 |  HW  |  |"]
+    epochs = parse_epochs(_v3(rows, total=9, sw=0, hybrid=0, hw_ec=9, blobs=1))
+    assert _counts(epochs) == (9, 2, 7, 0, 0)
+
+
+def test_3x_summary_without_sw_and_hybrid_lines_counts_the_rows() -> None:
+    lines = [
+        "Total number of epochs                             4",
+        ">> pure hardware (HW or EC) epochs                 2",  # no blob count printed
+        "| epoch ID | Type | Details |",
+        "| epoch_1  |  HW  |         |",
+        "| epochs 2 -> 2 | EC |      |",
+        "| epoch_3  |  SW  | Softmax |",
+        "| epoch_4  | Hybrid | Concat |",
+    ]
+    epochs = parse_epochs(lines)
+    assert _counts(epochs) == (4, 1, 1, 1, 1)
 
 
 def test_3x_counts_win_over_a_cut_table() -> None:
@@ -171,6 +204,28 @@ def test_a_pool_with_an_unreadable_size_keeps_its_other_figures() -> None:
     assert "precision_bytes" not in ram1  # whole bytes: exact
     assert usage["pool_sums"]["activations_bytes"] == (274_432, pytest.approx(0.512))
     assert usage["total"] == {}
+
+
+def test_weights_in_kb_pools_beat_an_mb_total(tmp_path: Path) -> None:
+    pool = (
+        "\t{name:<10} [0x71000000 - 0x78000000]:    {kb} kB /    112.000 MB  (  0.00 % used)"
+        " -- weights:    {kb} kB (  0.00 % used)  activations:          0  B (  0.00 % used)"
+    )
+    lines = [
+        pool.format(name="octoFlash", kb="1000.000"),
+        pool.format(name="hyperFlash", kb="1000.000"),
+        "Total:   1.953 MB   -- weights:      1.953 MB      activations:          0  B",
+    ]
+    usage = parse_memory_usage(lines)
+    assert usage["pool_sums"]["weights_bytes"] == (2_048_000, pytest.approx(1.024))
+    assert usage["total"]["weights_bytes"] == (2_047_869, pytest.approx(524.288))
+    report = tmp_path / "network_generate_report.txt"
+    report.write_text(
+        "\n".join(["ST Edge AI Core v2.2.0-20266 2adc00962", "Memory usage information", *lines])
+    )
+    memory = parse_path(report)["memory"]
+    assert memory["weights_bytes"] == 2_048_000 and memory["precision"]["weights_bytes"] == 2
+    assert memory["activations_bytes"] == 0 and "activations_bytes" not in memory["precision"]
 
 
 def test_the_total_line_gives_both_figures_with_their_rounding() -> None:
