@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,7 @@ from typing import Any
 import tomllib
 
 from .errors import CaseError
+from .owned_options import refuse_owned_options
 from .record_only import ModelSource, parse_model_table
 
 STAGES = ("generate", "analyze", "validate-host", "validate-target")
@@ -61,7 +65,7 @@ _TOP_KEYS: dict[str, str] = {
     "oracle": "true or false",
     "markers": "a list of pytest marker names",
     "bugs": "a list of known-bug ids (corpus/bugs/<id>.toml)",
-    "timeout": "a positive number of seconds",
+    "timeout": "a positive number of seconds, at most 86,400 (one day)",
     "memory_pool": "a path to an MCU --memory-pool JSON file",
     "sha256": "the sha256 hex digest the model file must have",
     "neural_art": "a table with profile, file, mpool",
@@ -70,6 +74,7 @@ _TOP_KEYS: dict[str, str] = {
     "variants": "a table of named variants, each overriding top-level keys",
 }
 _NEURAL_ART_KEYS = ("profile", "file", "mpool")
+_TARGET_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _PROJECT_MARKERS = ("pyproject.toml", ".git", "pytest.ini", "setup.cfg", "tox.ini", "setup.py")
 
 
@@ -181,7 +186,9 @@ def find_corpus_root(case_toml: Path) -> Path:
     """The corpus root of a case: the nearest ancestor named ``corpus`` or holding ``bugs/``
     or ``profiles/``, never above the project (a folder with ``pyproject.toml``, ``.git``,
     ``pytest.ini`` ...); else the case folder's parent."""
-    folder = case_toml.resolve().parent
+    # Walk up from where the case sits, not from where a symlinked case folder leads: a
+    # folder linked in from outside must not bring its own surroundings as the corpus.
+    folder = Path(os.path.abspath(case_toml)).parent
     for parent in folder.parents:
         if parent.name == "corpus" or (parent / "bugs").is_dir() or (parent / "profiles").is_dir():
             return parent
@@ -193,21 +200,27 @@ def find_corpus_root(case_toml: Path) -> Path:
 def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
     """Read one case.toml into its case and its variants; raise :class:`CaseError`."""
     case_toml = Path(case_toml)
-    root = (corpus_root or find_corpus_root(case_toml)).resolve()
+    root = _resolved(case_toml, corpus_root or find_corpus_root(case_toml))
     try:
         raw = tomllib.loads(case_toml.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise CaseError(case_toml, None, f"not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise CaseError(case_toml, None, f"not UTF-8 text: {exc}") from None
+    except (OSError, ValueError) as exc:  # missing, unreadable, a symlink loop
+        raise CaseError(case_toml, None, f"cannot read the case file: {_why(exc)}") from None
     variants = raw.pop("variants", None)
-    base_name = case_toml.resolve().parent.name
+    # The folder's name as it sits in the corpus, not where a symlink leads.
+    base_name = Path(os.path.abspath(case_toml)).parent.name
     if variants is None:
         return [_build_case(case_toml, root, base_name, None, raw)]
     if not isinstance(variants, dict) or not variants:
         raise CaseError(case_toml, "variants", f"expected {_TOP_KEYS['variants']}")
     cases = []
     for variant, overrides in variants.items():
+        if not _TARGET_RE.fullmatch(variant):  # it becomes part of item names and ids
+            raise CaseError(case_toml, f"variants.{variant}",
+                            f"variant name {variant!r}: expected letters, digits, '_', '.', '-'")
         if not isinstance(overrides, dict):
             raise CaseError(case_toml, f"variants.{variant}", "expected a table")
         if "variants" in overrides:
@@ -249,18 +262,24 @@ def _build_case(
         value = raw.get(key, default)
         if value is not None and not isinstance(value, str):
             raise fail(key, f"expected {_TOP_KEYS[key]}, got {type(value).__name__} {value!r}")
+        if value is not None and "\0" in value:
+            raise fail(key, f"{value!r} holds a NUL character; expected {_TOP_KEYS[key]}")
         return value
 
     def strings(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         value = raw.get(key, list(default))
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail(key, f"expected {_TOP_KEYS[key]}, got {value!r}")
+        for item in value:
+            if "\0" in item:
+                raise fail(key, f"{item!r} holds a NUL character; expected {_TOP_KEYS[key]}")
         return tuple(value)
 
     model_source = None
     if isinstance(raw.get("model"), dict):
         model_source = parse_model_table(path, prefix + "model", raw["model"])
-        model = path.resolve().parent / model_source.file  # where it would be; not shipped
+        # where it would be (not shipped), and inside the corpus like any other path
+        model = _inside(path, root, model_source.file, prefix + "model.file")
     else:
         model_ref = string("model")
         if not model_ref:
@@ -269,8 +288,11 @@ def _build_case(
     target = string("target")
     if not target:
         raise fail("target", f"missing; expected {_TOP_KEYS['target']}")
+    if not _TARGET_RE.fullmatch(target):
+        raise fail("target", f"expected {_TOP_KEYS['target']} (letters, digits, '_', '.', '-'), "
+                             f"got {target!r}")
     c_name = string("name", "network") or "network"
-    if not c_name.isidentifier():
+    if not (c_name.isidentifier() and c_name.isascii()):
         raise fail("name", f"expected {_TOP_KEYS['name']}, got {c_name!r}")
     stages = strings("stages", ("generate",))
     for stage in stages:
@@ -280,14 +302,25 @@ def _build_case(
     if not isinstance(oracle, bool):
         raise fail("oracle", f"expected true or false, got {oracle!r}")
     timeout = raw.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-    ):
-        raise fail("timeout", f"expected {_TOP_KEYS['timeout']}, got {timeout!r}")
+    if timeout is not None:
+        from .options import timeout_problem
+
+        problem = timeout_problem(timeout)
+        if problem:
+            raise fail("timeout", problem)
+    options = strings("options")
+    refuse_owned_options(path, prefix + "options", options)
+    markers = strings("markers")
+    for marker in markers:
+        if not marker.isidentifier() or not marker.isascii():
+            raise fail("markers", f"marker {marker!r}: expected {_TOP_KEYS['markers']} "
+                                  "(letters, digits and '_')")
     memory_pool = raw.get("memory_pool")
     memory_pool_path = (
         None if memory_pool is None else _inside(path, root, memory_pool, prefix + "memory_pool")
     )
+    if memory_pool_path is not None and not memory_pool_path.is_file():
+        raise fail("memory_pool", f"file not found: {memory_pool_path}")
     sha = string("sha256")
     if model_source is not None and model_source.sha256 and sha and sha != model_source.sha256:
         raise fail("sha256", "differs from model.sha256; give the digest once, in the model table")
@@ -300,10 +333,10 @@ def _build_case(
         variant=variant,
         description=string("description", "") or "",
         c_name=c_name,
-        options=strings("options"),
+        options=options,
         stages=stages,
         oracle=oracle,
-        markers=strings("markers"),
+        markers=markers,
         bugs=strings("bugs"),
         timeout=None if timeout is None else float(timeout),
         memory_pool=memory_pool_path,
@@ -346,12 +379,32 @@ def onnx_light_dir() -> Path:
 def _inside(path: Path, root: Path, ref: Any, key: str) -> Path:
     if not isinstance(ref, str) or not ref:
         raise CaseError(path, key, f"expected a relative path string, got {ref!r}")
-    candidate = (path.parent / ref).resolve()
+    if "\0" in ref:
+        raise CaseError(path, key, f"path {ref!r} holds a NUL character; expected a relative path")
+    if Path(ref).is_absolute():
+        raise CaseError(path, key, f"path {ref!r} is absolute; expected a path relative to "
+                                   "the case folder, inside the corpus")
+    try:
+        candidate = (path.parent / ref).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+        raise CaseError(path, key, f"path {ref!r} cannot be resolved: {_why(exc)}") from None
     if not candidate.is_relative_to(root):
         raise CaseError(
             path, key, f"path {ref!r} leaves the corpus ({root}); keep case files inside it"
         )
     return candidate
+
+
+def _resolved(case_toml: Path, root: Path) -> Path:
+    try:
+        return Path(root).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise CaseError(case_toml, None, f"corpus root {root} cannot be resolved: "
+                                         f"{_why(exc)}") from None
+
+
+def _why(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def _neural_art(path: Path, root: Path, raw: Any, prefix: str) -> NeuralArt | None:
@@ -366,8 +419,10 @@ def _neural_art(path: Path, root: Path, raw: Any, prefix: str) -> NeuralArt | No
             path, f"{key}.{unknown[0]}", f"unknown key; accepted: {', '.join(_NEURAL_ART_KEYS)}"
         )
     profile = raw.get("profile", "default")
-    if not isinstance(profile, str) or not profile:
-        raise CaseError(path, f"{key}.profile", f"expected a profile name, got {profile!r}")
+    if not isinstance(profile, str) or not profile or "@" in profile or "\0" in profile:
+        # PROFILE@FILE is how the harness names the file: an '@' here would name another
+        raise CaseError(path, f"{key}.profile", f"expected a profile name (no '@' or NUL; the "
+                                                f"file is neural_art.file), got {profile!r}")
     file = raw.get("file")
     mpool = raw.get("mpool")
     file_path = None if file is None else _inside(path, root, file, f"{key}.file")
@@ -408,6 +463,8 @@ def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
             path, key, f"unknown metric {metric!r}; accepted: {', '.join(sorted(METRICS))}"
         )
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        if not math.isfinite(raw):
+            raise CaseError(path, key, f"expected a finite number, got {raw!r}")
         return Bound(metric, exact=float(raw))
     if not isinstance(raw, dict) or not raw:
         raise CaseError(path, key, "expected a number or a table with min, max, exact, rel, abs")
@@ -420,11 +477,18 @@ def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise CaseError(path, f"{key}.{name}", f"expected a number, got {value!r}")
+        if not math.isfinite(value):  # nan compares false: `max = nan` would pass anything
+            raise CaseError(path, f"{key}.{name}", f"expected a finite number, got {value!r}")
+        if name in ("rel", "abs") and value < 0:
+            raise CaseError(path, f"{key}.{name}",
+                            f"expected a tolerance >= 0 (a fraction for rel), got {value!r}")
         values[name] = float(value)
     if not {"min", "max", "exact"} & set(values):
         raise CaseError(path, key, "needs at least one of min, max, exact")
     if "exact" in values and ({"min", "max"} & set(values)):
         raise CaseError(path, key, "exact cannot be combined with min or max")
+    if values.get("min", -math.inf) > values.get("max", math.inf):
+        raise CaseError(path, key, f"min {values['min']:g} is above max {values['max']:g}")
     return Bound(metric, **values)
 
 

@@ -13,16 +13,31 @@ from typing import Any
 AddOption = Callable[..., Any]
 
 
+MAX_TIMEOUT_S = 86_400.0  # one day: longer is a typo (1e30) or no limit at all (inf)
+TIMEOUT_HELP = f"a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f} (one day)"
+
+
+def timeout_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable tool timeout (None when it is): nan never expires,
+    inf and 1e30 never come, and subprocess timers overflow on the latter."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected {TIMEOUT_HELP}, got {value!r}"
+    if not 0 < value <= MAX_TIMEOUT_S:  # False for nan too
+        return f"expected {TIMEOUT_HELP}, got {value!r}"
+    return None
+
+
 def parse_timeout(text: str) -> float:
-    """``--stedge-timeout`` converter: a positive number of seconds."""
+    """``--stedge-timeout`` converter: a positive number of seconds, at most one day."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a number of seconds (e.g. 600 or 0.5)"
         ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the timeout must be positive")
+    problem = timeout_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem.split(', got')[0]}")
     return value
 
 

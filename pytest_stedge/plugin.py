@@ -88,8 +88,13 @@ def _setup_controller(config: pytest.Config, state: Any) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.name == "case.toml":
         from .items import CaseFile
+        from .report.visible import visible
 
-        return CaseFile.from_parent(parent, path=file_path)
+        node = CaseFile.from_parent(parent, path=file_path)
+        shown = visible(node.nodeid)
+        if shown != node.nodeid:  # a folder named with bidi controls: ids show them too
+            node = CaseFile.from_parent(parent, path=file_path, nodeid=shown)
+        return node
     return None
 
 

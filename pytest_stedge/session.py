@@ -243,7 +243,11 @@ class StedgeController:
             self.store = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        write = terminalreporter.write_line
+        from .report.visible import visible
+
+        def write(line: str, **markup: bool) -> None:  # names show their bidi controls
+            terminalreporter.write_line(visible(line, keep_newlines=True), **markup)
+
         rows = self.summary.rows
         if not rows and self.run_id is None:
             return
@@ -251,7 +255,7 @@ class StedgeController:
         by_case: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for row in rows:
             bucket = {"error": "failed", "xpassed": "passed"}.get(row.outcome, row.outcome)
-            by_case[row.case_name][bucket] += 1
+            by_case[visible(row.case_name)][bucket] += 1
         if by_case:
             width = max(len("case"), *(len(c) for c in by_case))
             known = any(c["xfailed"] for c in by_case.values())

@@ -215,7 +215,7 @@ class ModelFacts:
         self.work = work
         self.finder = ModelFinder(list(model_dirs or []))
         self._sha: dict[Path, str] = {}
-        self._oracle: dict[Path, dict[str, Any] | OracleError] = {}
+        self._oracle: dict[tuple[Path, str], dict[str, Any] | OracleError] = {}
 
     def resolved(self, case: Case) -> Case | None:
         """The case with its model file: itself, or for a record-only case a copy pointing at
@@ -247,24 +247,32 @@ class ModelFacts:
         return self._sha[resolved.model]
 
     def oracle_report(self, case: Case) -> dict[str, Any]:
-        """The oracle's analysis of the case's model; raises the OracleError it gave."""
+        """The oracle's analysis of the case's model as the case's target, options and
+        mpool deploy it; raises the OracleError it gave. Cached per (model, deployment)."""
+        from .oracle import case_deployment
+
         resolved = self.resolved(case)
         if resolved is None:
             raise OracleError(self.missing_reason(case))
         case = resolved
-        cached = self._oracle.get(case.model)
+        deployment = case_deployment(case)
+        key = json.dumps(deployment.key(), sort_keys=True)
+        cached = self._oracle.get((case.model, key))
         if cached is None:
-            cached = self._shared_oracle(case)
-            self._oracle[case.model] = cached
+            cached = self._shared_oracle(case, deployment, key)
+            self._oracle[(case.model, key)] = cached
         if isinstance(cached, OracleError):
             raise cached
         return cached
 
-    def _shared_oracle(self, case: Case) -> dict[str, Any] | OracleError:
-        from .oracle import analyze_model
+    def _shared_oracle(self, case: Case, deployment: Any, key: str) -> dict[str, Any] | OracleError:
+        import hashlib
+
+        from .oracle import analyze_deployed
 
         folder = self.work.run_dir() / "oracle"
-        path = folder / f"{self.sha256(case)}.json"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        path = folder / f"{self.sha256(case)}-{digest}.json"
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -272,7 +280,7 @@ class ModelFacts:
         if isinstance(saved, dict):
             return OracleError(saved["error"]) if "error" in saved else saved
         try:
-            report: dict[str, Any] | OracleError = analyze_model(case.model)
+            report: dict[str, Any] | OracleError = analyze_deployed(case.model, deployment)
         except OracleError as exc:
             report = exc
         data = {"error": str(report)} if isinstance(report, OracleError) else report

@@ -61,6 +61,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from .store import db_path
 
     corpus = Path(args.corpus)
+    for given, what in ((Path(args.path), "output folder or file"), (corpus, "corpus folder")):
+        if not given.exists():
+            raise StedgeError(f"{given}: no such {what}")
     cases = {c.name: c for f in iter_case_files(corpus) for c in load_cases(f)}
     case = cases.get(args.case)
     if case is None:

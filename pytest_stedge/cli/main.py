@@ -52,13 +52,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
-    except StedgeError as exc:
-        if args.verbose:
-            raise
-        print(f"stedge: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `stedge runs | head`
         return 0
+    except KeyboardInterrupt:
+        print("stedge: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # no traceback reaches a user without -v
+        if args.verbose:
+            raise
+        print(f"stedge: error: {describe_error(exc)}", file=sys.stderr)
+        return 2
+
+
+def describe_error(exc: Exception) -> str:
+    """One line for an error: ours as they are; a file the system refused, with its name
+    and the reason; anything else, with its type and the hint that -v shows where."""
+    if isinstance(exc, StedgeError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [n for n in (exc.filename, exc.filename2) if n is not None]
+        return f"{' -> '.join(str(n) for n in names) or 'a file'}: {exc.strerror}"
+    return (f"{type(exc).__name__}: {exc} (unexpected: this is a bug of pytest-stedge; "
+            "rerun with -v for the traceback)")
 
 
 if __name__ == "__main__":  # pragma: no cover

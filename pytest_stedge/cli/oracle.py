@@ -16,14 +16,32 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "oracle",
         help="What a model needs: facts and activation memory, independent of the tool",
         description="Facts (operators, quantized and float nodes, weights) and activation memory "
-        "as deployed (liveness lower bound, a checked offset plan, naive sum, peak tensors) of an "
-        "ONNX model. With --c-info, the tool's buffers side by side and the gap explained.",
-        epilog="examples:\n  stedge oracle model.onnx\n"
-        "  stedge oracle model.onnx --c-info st_ai_output/network_c_info.json\n"
+        "as the target deploys it (the floor no correct tool beats, the expected figure of a "
+        "checked offset plan, the tensors at the peak) of an ONNX or TFLite model (an ST _OE_ "
+        "model with the _Q.json beside it). With --c-info, the tool's figure explained from its "
+        "own buffers in parts that add up exactly. Rules per target family: docs/oracle.md.",
+        epilog="examples:\n  stedge oracle model.tflite\n"
+        "  stedge oracle model.onnx --target stm32h7 --options '--no-inputs-allocation'\n"
+        "  stedge oracle model.onnx --target stm32n6 --mpool my.mpool\n"
+        "  stedge oracle model.tflite --c-info st_ai_output/network_c_info.json\n"
         "  stedge oracle model.onnx --json > oracle.json",
         formatter_class=fmt,
     )
-    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("model", type=Path, help="ONNX or TFLite model (Keras: convert it first)")
+    p.add_argument(
+        "--target",
+        help="stedgeai --target (default stm32n6 with Neural-ART; stm32n6 alone with --options "
+        "that lack --st-neural-art is the software path)",
+    )
+    p.add_argument(
+        "--options",
+        action="append",
+        default=[],
+        metavar="OPTIONS",
+        help="stedgeai options as one string, e.g. '--st-neural-art --no-inputs-allocation' "
+        "(repeatable)",
+    )
+    p.add_argument("--mpool", type=Path, help="N6 .mpool or MCU --memory-pool JSON")
     p.add_argument("--c-info", type=Path, help="the tool's network_c_info.json for this model")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument(
@@ -114,18 +132,53 @@ def _b(n: Any) -> str:
     return "unknown" if n is None else f"{n:,} B"
 
 
+def _split_options(values: list[str]) -> list[str]:
+    import shlex
+
+    words: list[str] = []
+    for value in values:
+        words.extend(shlex.split(value))
+    return words
+
+
 def _oracle(args: argparse.Namespace) -> int:
     from pytest_stedge.oracle.memory import analyze_model
 
-    report = analyze_model(args.model, details=args.tensors)
+    options = _split_options(args.options)
+    target = args.target
+    if args.target is None and args.c_info is not None and not options:
+        from pytest_stedge.oracle.cinfo import load_c_info, run_arguments
+        from pytest_stedge.oracle.deploy import deployment_options
+
+        target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
+        options = deployment_options(words)
+    report = analyze_model(
+        args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
+    )
     if args.c_info:
         from pytest_stedge.oracle.cinfo import explain_c_info
 
         report["c_info"] = explain_c_info(report, args.c_info)
+        floor = report["lower_bound_bytes"]
+        if floor:
+            report["activations_ratio"] = report["c_info"]["reported_bytes"] / floor
     if args.json:
         _dump(report)
         return 0
-    print(f"model: {args.model}")
+    print(f"model: {args.model} ({report['format']})")
+    dep = report["deployment"]
+    io = []
+    if not dep["inputs_in_activations"]:
+        io.append("inputs outside")
+    if not dep["outputs_in_activations"]:
+        io.append("outputs outside")
+    print(
+        f"deployment: {dep['target']} ({dep['family']}), alignment {dep['alignment']}"
+        + (f", {', '.join(io)} the activations" if io else "")
+        + (f", mpool {dep['mpool']} ({_b(dep['onchip_bytes'])} on chip)" if dep["mpool"] else "")
+    )
+    for note in report["notes"]:
+        print(f"note: {note}")
     ops = ", ".join(
         f"{k} {v}" for k, v in sorted(report["op_counts"].items(), key=lambda kv: -kv[1])
     )
@@ -141,12 +194,15 @@ def _oracle(args: argparse.Namespace) -> int:
             print(f"  ... and {len(report['float_nodes']) - 20} more")
     print(f"parameters: {report['params']:,}; weights as deployed: {_b(report['weight_bytes'])}")
     print(f"activation tensors: {report['tensors']} over {report['steps']} steps")
-    print(f"  lower bound (liveness): {_b(report['lower_bound_bytes'])}")
-    print(
-        f"  offset plan:            {_b(report['plan_bytes'])} ({report['plan_strategy']}, checked)"
-    )
+    print(f"  floor (lower bound):    {_b(report['lower_bound_bytes'])}")
+    print(f"  expected (offset plan): {_b(report['expected_bytes'])} (aligned, checked)")
     print(f"  naive (no reuse):       {_b(report['naive_bytes'])}")
-    print(f"  peak at {report['peak_node']}: {', '.join(report['peak_tensors'])}")
+    if report["streamed_tensors"]:
+        print(f"  streamed, never stored: {len(report['streamed_tensors'])} tensor(s)")
+    if report["overlaid"]:
+        print(f"  overlaid on their input: {len(report['overlaid'])} output(s)")
+    peak = ", ".join(f"{p['name']} {_b(p['bytes'])}" for p in report["peak"])
+    print(f"  peak at {report['peak_node']}: {peak}")
     if report["unresolved_tensors"]:
         names = ", ".join(report["unresolved_tensors"][:10])
         print(
@@ -166,19 +222,22 @@ def _oracle(args: argparse.Namespace) -> int:
             if pool["buffers"]:
                 where = "external" if pool["external"] else "internal"
                 print(
-                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness bound "
-                    f"{_b(pool['bound_bytes'])}, {pool['buffers']} buffers"
+                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness "
+                    f"{_b(pool['liveness_bytes'])}, address union {_b(pool['union_bytes'])}, "
+                    f"{pool['buffers']} buffers"
                 )
-        print(f"  tool's liveness bound over its buffers: {_b(explained['tool_bound_bytes'])}")
+        print(f"  liveness of the tool's own buffers: {_b(explained['tool_bound_bytes'])}")
         print(f"  reported activations {_b(explained['reported_bytes'])} =")
         for part in explained["parts"]:
             if part["bytes"] or part["kind"] in ("model", "tool_tensors"):
                 print(f"    {part['bytes']:+,} B  {part['kind']}: {part['words']}")
         print(f"  {explained['summary']}")
+        if report.get("activations_ratio") is not None:
+            print(f"  activations_ratio (reported / floor): {report['activations_ratio']:.3f}")
         if args.tensors:
             print("  tool buffers (pool @ offset, bytes, epochs):")
             for buf in explained["buffers"]:
-                kind = " scratch" if buf["scratch"] else (" float" if buf["float"] else "")
+                kind = "" if buf["kind"] == "core" else f" {buf['kind']}"
                 print(
                     f"    {buf['name']}: {buf['pool']} @ {buf['offset']}, {_b(buf['bytes'])}, "
                     f"epochs {buf['start']}-{buf['end']}{kind}"

@@ -16,7 +16,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+
+from pytest_stedge.report.visible import escape_visible as escape
 
 # Okabe-Ito based: distinguishable with the common colour-vision deficiencies.
 PALETTE: dict[str, str] = {
