@@ -28,7 +28,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .errors import StedgeError
-from .result import METRICS
+from .result import METRICS, PRECISION_PREFIX
 
 if TYPE_CHECKING:
     from .corpus import Bound, Case
@@ -250,6 +250,26 @@ def classify(
 UNDIRECTED = ("epochs_hw", "epochs_ec")
 
 
+def within_rounding(
+    kind: ChangeKind,
+    metric: str,
+    old: float | None,
+    new: float | None,
+    base_metrics: Mapping[str, float],
+    head_metrics: Mapping[str, float],
+) -> ChangeKind:
+    """``kind``, or UNCHANGED when a regression/improvement is no larger than the rounding of
+    the figures: a report that prints ``1.262 MB`` knows the bytes only to ±524, so a move
+    of 300 B between two such reports (``precision:<metric>`` on either side) is no change.
+    """
+    if kind not in (ChangeKind.REGRESSED, ChangeKind.IMPROVED) or old is None or new is None:
+        return kind
+    slack = base_metrics.get(PRECISION_PREFIX + metric, 0.0) + head_metrics.get(
+        PRECISION_PREFIX + metric, 0.0
+    )
+    return ChangeKind.UNCHANGED if slack > 0 and abs(new - old) <= slack else kind
+
+
 def _direction(metric: str) -> str:
     spec = METRICS.get(metric)
     return "none" if spec is None else spec.direction
@@ -292,7 +312,7 @@ def compare_results(
         band = parse_band(band_text)
         old = base_metrics.get(metric)
         new = head_metrics.get(metric)
-        kind = classify(
+        raw = classify(
             metric,
             old,
             new,
@@ -301,6 +321,7 @@ def compare_results(
             old_ok=base_ok.get(metric),
             new_ok=head_ok.get(metric),
         )
+        kind = within_rounding(raw, metric, old, new, base_metrics, head_metrics)
         delta = delta_pct = None
         outside = False
         if _usable(old) and _usable(new):
@@ -308,7 +329,7 @@ def compare_results(
             delta = new - old
             # no percentage of zero, nor of an infinity (snr=inf for identical outputs)
             delta_pct = None if old == 0 or not math.isfinite(delta / old) else delta / abs(old) * 100.0
-            outside = beyond_band(old, new, band)
+            outside = beyond_band(old, new, band) and kind is not ChangeKind.UNCHANGED
         why = ""
         if kind is ChangeKind.NOT_COMPARABLE:
             if not comparable:
@@ -319,6 +340,8 @@ def compare_results(
             why = "met its expectation in base, misses it in head"
         elif kind is ChangeKind.FIXED:
             why = "missed its expectation in base, meets it in head"
+        elif kind is not raw:
+            why = "within the rounding of the figures the reports print"
         spec = METRICS[metric]
         changes.append(
             MetricChange(

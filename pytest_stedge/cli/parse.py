@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -46,15 +47,50 @@ def _parse_command(args: argparse.Namespace) -> int:
         print(f"stedge parse: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=False))
+        print(json.dumps(json_safe(result), indent=2, sort_keys=False, allow_nan=False))
     else:
         print(summary(result))
     return 0
 
 
+def json_safe(result: dict[str, Any]) -> dict[str, Any]:
+    """The Result with every NaN/infinite number as null, and a warning naming each.
+
+    JSON has no NaN or Infinity (``json.dumps`` would print invalid JSON); an ``snr`` of
+    ``inf`` (identical outputs) is a real figure, so the warning says what it was.
+    """
+    found: list[str] = []
+
+    def clean(value: Any, where: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(f"{where} is {value}")
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    out: dict[str, Any] = clean(result, "")
+    if found:
+        out.setdefault("diagnostics", [])
+        out["diagnostics"] = list(out["diagnostics"]) + [
+            {
+                "level": "warning",
+                "code": "non-finite",
+                "kind": "NonFiniteNumber",
+                "message": f"{item}; printed as null (not a number JSON can hold)",
+            }
+            for item in found
+        ]
+    return out
+
+
 def _bytes(value: Any) -> str:
-    if not isinstance(value, (int, float)):
+    if not isinstance(value, (int, float)) or isinstance(value, float) and not math.isfinite(value):
         return "?"
+    if abs(value) >= 2**64:
+        return f"{value:,} B"
     if abs(value) >= 1024 * 1024:
         return f"{value:,} B ({value / 1024 / 1024:.2f} MiB)"
     if abs(value) >= 1024:
