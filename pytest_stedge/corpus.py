@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
+try:  # tomllib's own upstream, compiled: parses case files ~2.5x faster (collection speed)
+    import tomli as toml_reader
+except ImportError:  # pragma: no cover - the pure-Python standard library parser
+    import tomllib as toml_reader
 
 from .errors import CaseError
 
@@ -179,20 +183,42 @@ def find_corpus_root(case_toml: Path) -> Path:
     return folder.parent
 
 
-def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
-    """Read one case.toml into its case and its variants; raise :class:`CaseError`."""
+@dataclass
+class PathCache:
+    """Paths resolved once per collection (thousands of cases share a few folders)."""
+
+    real: dict[Path, Path] = field(default_factory=dict)  # folder -> without symlinks
+    roots: dict[Path, Path] = field(default_factory=dict)  # folder above a case -> root
+
+
+def load_cases(
+    case_toml: Path, corpus_root: Path | None = None, *, cache: PathCache | None = None
+) -> list[Case]:
+    """Read one case.toml into its case and its variants; raise :class:`CaseError`.
+
+    :param cache: folders resolved by earlier calls of the same collection.
+    """
     case_toml = Path(case_toml)
-    root = (corpus_root or find_corpus_root(case_toml)).resolve()
+    real = _real_path(case_toml, cache)  # once: the case's paths are built on it
+    if corpus_root is not None:
+        root = corpus_root.resolve()
+    elif cache is not None:  # the root depends only on the folder above the case folder
+        key = real.parent.parent
+        if key not in cache.roots:
+            cache.roots[key] = find_corpus_root(real)
+        root = cache.roots[key]
+    else:
+        root = find_corpus_root(real)
     try:
-        raw = tomllib.loads(case_toml.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        raw = toml_reader.loads(case_toml.read_text(encoding="utf-8"))
+    except toml_reader.TOMLDecodeError as exc:
         raise CaseError(case_toml, None, f"not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise CaseError(case_toml, None, f"not UTF-8 text: {exc}") from None
     variants = raw.pop("variants", None)
-    base_name = case_toml.resolve().parent.name
+    base_name = real.parent.name
     if variants is None:
-        return [_build_case(case_toml, root, base_name, None, raw)]
+        return [_build_case(real, root, base_name, None, raw)]
     if not isinstance(variants, dict) or not variants:
         raise CaseError(case_toml, "variants", f"expected {_TOP_KEYS['variants']}")
     cases = []
@@ -203,8 +229,36 @@ def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
             raise CaseError(case_toml, f"variants.{variant}.variants", "variants do not nest")
         merged = _merge(raw, overrides)
         name = f"{base_name}/{variant}"
-        cases.append(_build_case(case_toml, root, name, variant, merged))
+        cases.append(_build_case(real, root, name, variant, merged))
     return cases
+
+
+def _real_path(case_toml: Path, cache: PathCache | None) -> Path:
+    """The case file's path without symlinks: the folder above the case folder resolved
+    once per collection, then a look at the case folder and the file themselves."""
+    if cache is None or not case_toml.is_absolute():
+        return Path(os.path.realpath(case_toml))
+    above = case_toml.parent.parent
+    real_above = cache.real.get(above)
+    if real_above is None:
+        real_above = cache.real[above] = Path(os.path.realpath(above))
+    folder = real_above / case_toml.parent.name
+    if os.path.islink(folder) or os.path.islink(case_toml):
+        return Path(os.path.realpath(case_toml))
+    return folder / case_toml.name
+
+
+def check_model_pin(case: Case, actual_sha256: str) -> None:
+    """Refuse a case whose model is not the file its ``sha256`` pins (the model changed)."""
+    if case.sha256 is not None and case.sha256.lower() != actual_sha256.lower():
+        key = f"variants.{case.variant}.sha256" if case.variant else "sha256"
+        raise CaseError(
+            case.path,
+            key,
+            f"the model {case.model.name} has sha256 {actual_sha256}, the case pins "
+            f"{case.sha256}: the model changed. Rebuild it (python corpus/build.py) or, "
+            "if the change is wanted, pin the new hash",
+        )
 
 
 def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,7 +329,7 @@ def _build_case(
     sha = string("sha256")
     return Case(
         name=name,
-        path=path.resolve(),
+        path=path,
         corpus_root=root,
         model=model,
         target=target,
@@ -327,7 +381,9 @@ def onnx_light_dir() -> Path:
 def _inside(path: Path, root: Path, ref: Any, key: str) -> Path:
     if not isinstance(ref, str) or not ref:
         raise CaseError(path, key, f"expected a relative path string, got {ref!r}")
-    candidate = (path.parent / ref).resolve()
+    candidate = path.parent / ref
+    if os.sep in ref or "/" in ref or ref in (".", "..") or candidate.is_symlink():
+        candidate = candidate.resolve()  # a plain name in the (resolved) case folder is final
     if not candidate.is_relative_to(root):
         raise CaseError(
             path, key, f"path {ref!r} leaves the corpus ({root}); keep case files inside it"

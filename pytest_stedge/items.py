@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .corpus import Case, load_cases
+from .corpus import Case, PathCache, check_model_pin, load_cases
 from .errors import CaseError, OracleError, ToolchainError
 from .gate import (
     explaining_bug,
@@ -31,36 +32,71 @@ class StedgeCheckFailure(Exception):
         self.summary = summary
 
 
-class CaseFile(pytest.File):
-    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases."""
+_paths_key = pytest.StashKey[PathCache]()
+_markers_key = pytest.StashKey[dict[str, pytest.MarkDecorator]]()
 
-    def collect(self) -> Iterator[pytest.Item]:
-        state = get_state(self.config)
+
+class CaseFile(pytest.File):
+    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases.
+
+    ``hooks_from``: the folder whose conftests apply to it, when its own folder (plain:
+    no Python in it) was not collected as a node of its own (see :mod:`.folders`).
+    """
+
+    def __init__(self, *, hooks_from: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hooks_from = hooks_from
+
+    @property
+    def ihook(self) -> Any:
+        return self.session.gethookproxy(self.hooks_from or self.path)
+
+    def collect(self) -> list[StedgeItem]:
         try:
-            cases = load_cases(self.path)
-            for case in cases:
-                state.bugs.check(case)
+            return case_items(self, self.path, str(self.nodeid))
         except CaseError as exc:
             raise self.CollectError(str(exc)) from None
-        variants = len(cases) > 1 or cases[0].variant is not None
-        for case in cases:
-            prefix = case.variant if variants else None
-            if case.oracle:
-                name = f"oracle[{prefix}]" if prefix else "oracle"
-                yield StedgeItem.from_parent(
-                    self, name=name, nodeid=_child_id(self, name), case=case, stage="oracle",
-                    version=None,
-                )
-            for stage in case.stages:
-                if stage == "validate-target" and not state.settings.boards:
-                    continue
-                for version in state.item_versions():
-                    param = f"{prefix}-{version}" if prefix else version
-                    name = f"{stage}[{param}]"
-                    yield StedgeItem.from_parent(
-                        self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
-                        version=version,
-                    )
+
+
+def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[StedgeItem]:
+    """The items of one case file (node ids ``<file_id>::<stage>[<param>]``), children of
+    ``parent``: its :class:`CaseFile`, or the corpus folder above (see :mod:`.folders`).
+
+    :raises CaseError: the case file is malformed, names an unknown bug, or its model is
+        not the file its ``sha256`` pins.
+    """
+    config = parent.config
+    state = get_state(config)
+    cases = load_cases(path, cache=config.stash.setdefault(_paths_key, PathCache()))
+    for case in cases:
+        state.bugs.check(case)
+        if case.sha256 is not None and case.model.is_file():
+            check_model_pin(case, state.models.sha256(case))
+    variants = len(cases) > 1 or cases[0].variant is not None
+    items = []
+
+    def item(name: str, case: Case, stage: str, version: str | None) -> None:
+        # The id as a string, so pytest parses "stage[version]" as name and params the way
+        # it parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the
+        # bracket in the name and never match a last-failed id again.
+        items.append(
+            StedgeItem.from_parent(
+                parent, name=name, nodeid=f"{file_id}::{name}", path=path, case=case,
+                stage=stage, version=version,
+            )
+        )
+
+    for case in cases:
+        prefix = case.variant if variants else None
+        if case.oracle:
+            item(f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None)
+        for stage in case.stages:
+            if stage == "validate-target" and not state.settings.boards:
+                continue
+            for version in state.item_versions():
+                param = f"{prefix}-{version}" if prefix else version
+                item(f"{stage}[{param}]", case, stage, version)
+    return items
 
 
 class StedgeItem(pytest.Item):
@@ -74,10 +110,21 @@ class StedgeItem(pytest.Item):
         self.stage = stage
         self.version = version
         self._row: ItemRow | None = None
-        self.add_marker("stedge")
-        for marker in case.markers:
-            self.config.addinivalue_line("markers", f"{marker}: corpus marker")
-            self.add_marker(marker)
+        if not isinstance(self.parent, CaseFile):  # -k matches the case's folder as before
+            self.extra_keyword_matches.update((self.path.parent.name, self.path.name))
+        marks = self.config.stash.setdefault(_markers_key, {})
+        for name in ("stedge", *case.markers):
+            mark = marks.get(name)
+            if mark is None:  # once per session: --strict-markers knows it, one decorator
+                if name != "stedge":
+                    self.config.addinivalue_line("markers", f"{name}: corpus marker")
+                mark = marks[name] = getattr(pytest.mark, name)
+            self.add_marker(mark)
+
+    @property
+    def ihook(self) -> Any:
+        assert self.parent is not None
+        return self.parent.ihook  # the case file's conftests
 
     # -- running -----------------------------------------------------------------
 
@@ -253,13 +300,6 @@ class StedgeItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
         return self.path, None, f"{self.case.name}: {self.stage}{version}"
-
-
-def _child_id(parent: pytest.Collector, name: str) -> str:
-    # The id as a string, so pytest parses "stage[version]" as name and params the way it
-    # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket
-    # in the name and never match a last-failed id again.
-    return f"{parent.nodeid}::{name}"
 
 
 def _stage_refused(exc: ToolchainError) -> bool:

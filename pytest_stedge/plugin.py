@@ -23,6 +23,7 @@ from .options import (
     add_store_options,
 )
 
+_stedge_run_key = pytest.StashKey[bool]()
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
 
 
@@ -54,7 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("STEDGE_TRACE_HOOKS"):
         _trace_hooks(config)
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
-    if _is_stedge_run(config):
+    config.stash[_stedge_run_key] = _is_stedge_run(config)
+    if config.stash[_stedge_run_key]:
         from .board import plugin as board_plugin
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
@@ -72,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    if _is_stedge_run(config) and not hasattr(config, "workerinput"):
+    if config.stash.get(_stedge_run_key, False) and not hasattr(config, "workerinput"):
         from .state import get_state
 
         get_state(config)  # discovery, store and version checks fail here, before any run
@@ -83,6 +85,15 @@ def _setup_controller(config: pytest.Config, state: Any) -> None:
     from .session import setup_controller
 
     setup_controller(config, state)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if not parent.config.stash.get(_stedge_run_key, False):
+        return None
+    from .folders import folder_collector
+
+    return folder_collector(path, parent)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
