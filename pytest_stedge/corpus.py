@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,19 @@ class PathCache:
 
     real: dict[Path, Path] = field(default_factory=dict)  # folder -> without symlinks
     roots: dict[Path, Path] = field(default_factory=dict)  # folder above a case -> root
+    files: set[Path] = field(default_factory=set)  # regular files (no symlink) a scan saw
+
+    def real_folder(self, folder: Path) -> Path:
+        """``folder`` without symlinks (resolved once)."""
+        real = self.real.get(folder)
+        if real is None:
+            real = self.real[folder] = Path(os.path.realpath(folder))
+        return real
+
+    def saw_folder(self, folder: Path, files: Iterable[str]) -> None:
+        """A folder scan found ``folder`` (no symlink) holding these regular files."""
+        real = self.real[folder] = self.real_folder(folder.parent) / folder.name
+        self.files.update(real / name for name in files)
 
 
 def load_cases(
@@ -217,8 +230,9 @@ def load_cases(
         raise CaseError(case_toml, None, f"not UTF-8 text: {exc}") from None
     variants = raw.pop("variants", None)
     base_name = real.parent.name
+    files = cache.files if cache is not None else set()
     if variants is None:
-        return [_build_case(real, root, base_name, None, raw)]
+        return [_build_case(real, root, base_name, None, raw, files)]
     if not isinstance(variants, dict) or not variants:
         raise CaseError(case_toml, "variants", f"expected {_TOP_KEYS['variants']}")
     cases = []
@@ -229,7 +243,7 @@ def load_cases(
             raise CaseError(case_toml, f"variants.{variant}.variants", "variants do not nest")
         merged = _merge(raw, overrides)
         name = f"{base_name}/{variant}"
-        cases.append(_build_case(real, root, name, variant, merged))
+        cases.append(_build_case(real, root, name, variant, merged, files))
     return cases
 
 
@@ -238,11 +252,10 @@ def _real_path(case_toml: Path, cache: PathCache | None) -> Path:
     once per collection, then a look at the case folder and the file themselves."""
     if cache is None or not case_toml.is_absolute():
         return Path(os.path.realpath(case_toml))
-    above = case_toml.parent.parent
-    real_above = cache.real.get(above)
-    if real_above is None:
-        real_above = cache.real[above] = Path(os.path.realpath(above))
-    folder = real_above / case_toml.parent.name
+    seen = cache.real.get(case_toml.parent)
+    if seen is not None and seen / case_toml.name in cache.files:
+        return seen / case_toml.name
+    folder = cache.real_folder(case_toml.parent.parent) / case_toml.parent.name
     if os.path.islink(folder) or os.path.islink(case_toml):
         return Path(os.path.realpath(case_toml))
     return folder / case_toml.name
@@ -274,7 +287,12 @@ def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, A
 
 
 def _build_case(
-    path: Path, root: Path, name: str, variant: str | None, raw: Mapping[str, Any]
+    path: Path,
+    root: Path,
+    name: str,
+    variant: str | None,
+    raw: Mapping[str, Any],
+    files: set[Path] | frozenset[Path] = frozenset(),
 ) -> Case:
     prefix = f"variants.{variant}." if variant else ""
 
@@ -303,7 +321,7 @@ def _build_case(
     model_ref = string("model")
     if not model_ref:
         raise fail("model", f"missing; expected {_TOP_KEYS['model']}")
-    model = resolve_model(path, root, model_ref, prefix + "model")
+    model = resolve_model(path, root, model_ref, prefix + "model", files)
     target = string("target")
     if not target:
         raise fail("target", f"missing; expected {_TOP_KEYS['target']}")
@@ -350,8 +368,13 @@ def _build_case(
     )
 
 
-def resolve_model(path: Path, root: Path, ref: str, key: str) -> Path:
-    """Resolve a model reference: a file inside the corpus, or an onnx test-data model."""
+def resolve_model(
+    path: Path, root: Path, ref: str, key: str, files: set[Path] | frozenset[Path] = frozenset()
+) -> Path:
+    """Resolve a model reference: a file inside the corpus, or an onnx test-data model.
+
+    :param files: regular files a folder scan has just seen (no need to look again).
+    """
     if ref.startswith(ONNX_LIGHT_PREFIX):
         name = ref[len(ONNX_LIGHT_PREFIX) :]
         light = onnx_light_dir()
@@ -362,6 +385,9 @@ def resolve_model(path: Path, root: Path, ref: str, key: str) -> Path:
                 path, key, f"{ref!r}: no such model in {light}; accepted: {', '.join(candidates)}"
             )
         return model
+    seen = path.parent / ref
+    if seen in files and seen.is_relative_to(root):
+        return seen
     model = _inside(path, root, ref, key)
     if not model.is_file():
         raise CaseError(path, key, f"model file {ref!r} not found (looked for {model})")

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from .corpus import PathCache
+
 CASE_FILE = "case.toml"
 
 
@@ -40,19 +42,21 @@ def _is_corpus_root(path: Path) -> bool:
     return path.name == "corpus" or (path / "bugs").is_dir() or (path / "profiles").is_dir()
 
 
-def _plain_case_folder(path: Path) -> bool:
-    """A case.toml and files that are neither Python nor folders."""
-    has_case = False
+def _plain_case_folder(path: Path) -> list[str] | None:
+    """The regular files (no symlink) of a folder holding a case.toml and files that are
+    neither Python nor folders; None for any other folder."""
+    has_case, files = False, []
     try:
         with os.scandir(path) as entries:
             for entry in entries:
-                if entry.name == CASE_FILE and entry.is_file():
-                    has_case = True
-                elif entry.is_dir() or entry.name.endswith(".py"):
-                    return False
+                if entry.is_dir() or entry.name.endswith(".py"):
+                    return None
+                has_case = has_case or (entry.name == CASE_FILE and entry.is_file())
+                if not entry.is_symlink():
+                    files.append(entry.name)
     except OSError:
-        return False
-    return has_case
+        return None
+    return files if has_case else None
 
 
 def _sorted_entries(path: Path) -> list[os.DirEntry[str]]:
@@ -71,7 +75,10 @@ class CorpusFolder(pytest.Directory):
                 if not session.isinitpath(path, with_parents=True):
                     if ihook.pytest_ignore_collect(collection_path=path, config=config):
                         continue
-                    if _plain_case_folder(path):
+                    files = _plain_case_folder(path)
+                    if files is not None:
+                        if not entry.is_symlink():
+                            self._paths.saw_folder(path, files)
                         yield from self._case(path / CASE_FILE)
                         continue
                 folder = ihook.pytest_collect_directory(path=path, parent=self)
@@ -84,6 +91,12 @@ class CorpusFolder(pytest.Directory):
                     continue
                 yield from ihook.pytest_collect_file(file_path=path, parent=self)
 
+
+    @property
+    def _paths(self) -> PathCache:
+        from .items import path_cache
+
+        return path_cache(self.config)
 
     def _case(self, path: Path) -> Iterator[pytest.Item | pytest.Collector]:
         """The items of a plain case folder's case file, as children of this folder."""

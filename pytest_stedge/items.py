@@ -58,6 +58,11 @@ class CaseFile(pytest.File):
             raise self.CollectError(str(exc)) from None
 
 
+def path_cache(config: pytest.Config) -> PathCache:
+    """The session's cache of resolved corpus paths."""
+    return config.stash.setdefault(_paths_key, PathCache())
+
+
 def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[StedgeItem]:
     """The items of one case file (node ids ``<file_id>::<stage>[<param>]``), children of
     ``parent``: its :class:`CaseFile`, or the corpus folder above (see :mod:`.folders`).
@@ -67,7 +72,7 @@ def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[Stedg
     """
     config = parent.config
     state = get_state(config)
-    cases = load_cases(path, cache=config.stash.setdefault(_paths_key, PathCache()))
+    cases = load_cases(path, cache=path_cache(config))
     for case in cases:
         state.bugs.check(case)
         if case.sha256 is not None and case.model.is_file():
