@@ -240,6 +240,7 @@ class StedgeItem(pytest.Item):
                 )
         else:
             workdir = state.work.item_dir(self.case, self.stage, self.version)
+            timeout, timeout_source = state.settings.timeout_and_source(self.case)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(
                     config=self.config,
@@ -247,12 +248,18 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     install=install,
                     workdir=workdir,
-                    timeout=state.settings.timeout(self.case),
+                    timeout=timeout,
                     board_desc=state.settings.board_desc(),
                 )
-            except ToolchainError as exc:
+            except ToolchainError as error:
                 from .parsers import extract_diagnostics
 
+                exc = error
+                if exc.timed_out is not None and exc.reason is None:  # say which limit
+                    exc = ToolchainError(
+                        exc.argv, timed_out=exc.timed_out, output_tail=exc.output_tail,
+                        reason=f"the limit set by {timeout_source}",
+                    )
                 if _stage_refused(exc):
                     # e.g. 4.x: "E102(CliArgumentError): Validation on host is not supported
                     # for devices based on Arm Cortex M55/M85 core." The tool says the stage
@@ -266,7 +273,7 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     diagnostics=diagnostics or [_diag("ToolchainError", exc.short())],
                 )
-                raise
+                raise exc from None
             result = stage_run.result
             row.tool_seconds = stage_run.tool.seconds
         self._attach_oracle(state, result)

@@ -61,7 +61,8 @@ def add_run_options(addoption: AddOption) -> None:
         metavar="SECONDS",
         type=parse_timeout,
         default=None,
-        help="Kill a stedgeai run after this many seconds. Default: ini stedge_timeout, else 600",
+        help="Kill a stedgeai run after this many seconds; wins over a case's timeout key. "
+        "Default: the case's timeout, else ini stedge_timeout, else 600",
     )
     addoption(
         "--stedge-workdir",
@@ -114,7 +115,12 @@ def add_gate_options(addoption: AddOption) -> None:
 def add_ini(addini: AddOption) -> None:
     """ini keys; each falls back to its flag, and the flag wins."""
     addini("stedge_db", "DuckDB results store (--stedge-db)", type="string", default="")
-    addini("stedge_timeout", "Seconds before a stedgeai run is killed", type="string", default="600")
+    addini(
+        "stedge_timeout",
+        "Seconds before a stedgeai run is killed, for cases without a timeout key (default 600)",
+        type="string",
+        default="",
+    )
     addini("stedge_roots", "Folders holding stedgeai installs", type="paths", default=[])
     addini("stedge_workdir", "Folder for the tool's outputs", type="string", default="")
     addini(

@@ -31,6 +31,7 @@ state_key = pytest.StashKey["StedgeState"]()
 controller_setup_key = pytest.StashKey[Callable[[pytest.Config, "StedgeState"], None]]()
 WORKERINPUT_KEY = "stedge"
 NO_INSTALL = "no-install"
+DEFAULT_TIMEOUT = 600.0
 
 
 class Toolchains:
@@ -261,13 +262,27 @@ class RunSettings:
         self.boards: list[str] = list(_option(config, "stedge_board") or [])
 
     def timeout(self, case: Case) -> float:
-        """Seconds before a run of ``case`` is killed."""
-        if case.timeout is not None:
-            return case.timeout
+        """Seconds before a run of ``case`` is killed (see :meth:`timeout_and_source`)."""
+        return self.timeout_and_source(case)[0]
+
+    def timeout_and_source(self, case: Case) -> tuple[float, str]:
+        """The time limit of a run of ``case`` and what set it: ``--stedge-timeout`` (the
+        command line wins), else the case's ``timeout`` key, else ini ``stedge_timeout``,
+        else 600 s."""
         option = self.config.getoption("stedge_timeout")
         if option is not None:
-            return float(option)
-        return float(self.config.getini("stedge_timeout") or 600)
+            return float(option), f"--stedge-timeout {float(option):g}"
+        if case.timeout is not None:
+            return case.timeout, f"timeout = {case.timeout:g} in {case.path}"
+        ini = self.config.getini("stedge_timeout")
+        if ini:
+            try:
+                return float(ini), f"ini stedge_timeout = {ini}"
+            except ValueError:
+                raise pytest.UsageError(
+                    f"ini stedge_timeout: {ini!r} is not a number of seconds (e.g. 600)"
+                ) from None
+        return DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
 
     def board_desc(self) -> str | None:
         """The ``--desc`` of the board this process uses, if any."""

@@ -13,6 +13,8 @@ from typing import Any
 
 from pytest_stedge.options import add_store_options
 
+from .figures import fmt_figure
+
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``ingest``."""
@@ -93,6 +95,9 @@ def _ingest(args: argparse.Namespace) -> int:
         )
     from pytest_stedge.result import flat_metrics
 
-    figures = ", ".join(f"{k}={v:g}" for k, v in sorted(flat_metrics(result).items())) or "no figures"
+    figures = (
+        ", ".join(f"{k}={fmt_figure(v)}" for k, v in sorted(flat_metrics(result).items()))
+        or "no figures"
+    )
     print(f"stored {args.path} as {case.name} {stage} [{args.version}]: {figures}")
     return 0
