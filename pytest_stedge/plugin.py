@@ -60,6 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .board import plugin as board_plugin
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
+        if config.getoption("stedge_update") and not hasattr(config, "workerinput"):
+            from .update import session_tracker
+
+            session_tracker(config)  # sees every report: the exit status depends on them
         # A malformed case.toml is a collection error, and the other cases still run.
         config.option.continue_on_collection_errors = True
         baseline = config.getoption("stedge_baseline")

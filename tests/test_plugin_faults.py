@@ -64,6 +64,28 @@ def test_malformed_case_is_a_collection_error_and_others_run(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+def test_a_model_that_changed_under_its_sha256_pin_fails_collection(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    import hashlib
+
+    corpus = make_corpus({"good": SIMPLE_CASE, "pinned": SIMPLE_CASE})
+    model = corpus / "pinned" / "model.onnx"
+    pinned = hashlib.sha256(model.read_bytes()).hexdigest()
+    toml = corpus / "pinned" / "case.toml"
+    toml.write_text(f'sha256 = "{pinned}"\n' + toml.read_text())
+    _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb").assert_outcomes(passed=4)
+
+    model.write_bytes(model.read_bytes() + b"\0")  # the model changed, the pin did not
+    actual = hashlib.sha256(model.read_bytes()).hexdigest()
+    result = _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*pinned/case.toml: [[]sha256]: the model model.onnx has sha256 {actual}, "
+         f"the case pins {pinned}: the model changed*"]
+    )
+
+
 def _fault_install(root: Path, config: dict) -> Path:
     from fake_stedgeai import make_install
 
