@@ -135,7 +135,12 @@ def main() -> int:
     parser.add_argument(
         "--reuse", action="store_true", help="Reuse the store already in --keep (building takes minutes)"
     )
+    parser.add_argument("--scale", action="store_true",
+                        help="Issue 18 target 5: the dashboard at 1.8M metric rows (default 2000 cases)")
     args = parser.parse_args()
+    if args.scale:
+        scale(2000 if args.cases == 200 else args.cases, args.versions)
+        return 0
     versions = [f"{1 + i // 10}.{i % 10}.0" for i in range(args.versions)]
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
@@ -174,6 +179,98 @@ def main() -> int:
             print(f"dashboard: {len(files)} pages, {total / 1e6:.2f} MB, in {t6 - t5:.3f} s "
                   "(target <= 5 s)")
     return 0
+
+
+
+
+# -- issue 18 target 5: the dashboard at 1.8M metric rows --------------------------------
+
+SCALE_DOC = """Dashboard at scale: a store of CASES x VERSIONS x 30 metrics written in bulk by SQL
+(Store.add_items would take minutes), then `stedge dashboard` in a fresh process: wall time
+and peak RSS (targets: 1.8M rows <= 10 s and <= 300 MiB), and the same at a quarter and half
+of the cases and of the versions (linear in both).
+
+    python benchmarks/bench_reports.py --scale [--cases 2000] [--versions 30]
+"""
+
+
+def bulk_store(db: Path, bugs_dir: Path, cases: int, versions: list[str]) -> int:
+    """The same shape of store as :func:`build`, written with set-based SQL."""
+    import json as _json
+
+    bugs_dir.mkdir(parents=True, exist_ok=True)
+    for n in range(BUGS):
+        (bugs_dir / f"bug-{n}.toml").write_text(
+            BUG_TOML.format(n=n, a=3 * n, b=3 * n + 1, c=3 * n + 2), encoding="utf-8"
+        )
+    names = sorted(METRICS)[:21] + EXTRA
+    units = [METRICS[m].unit if m in METRICS else None for m in names]
+    with Store.open(db) as store:
+        sql = store.db.execute
+        for i, version in enumerate(versions):
+            sql("INSERT INTO runs (run_id, run_uuid, started_at, status, host, argv, versions, "
+                "baseline, plugin_version) VALUES (?, ?, now()::TIMESTAMP, 'passed', 'bench', "
+                "'[]', ?, NULL, 'bench')", [i + 1, f"uuid-{i}", _json.dumps([version])])
+        sql("CREATE TEMP TABLE v AS SELECT unnest(?) AS version, generate_subscripts(?, 1) AS run_id",
+            [versions, versions])
+        sql("CREATE TEMP TABLE m AS SELECT unnest(?) AS metric, unnest(?) AS unit, "
+            "generate_subscripts(?, 1) AS k", [names, units, names])
+        sql(f"""INSERT INTO items (run_id, nodeid, case_name, stage, version, model_sha256,
+                options_hash, outcome, recorded, duration_s, tool_seconds, message, result,
+                finished_at)
+            SELECT v.run_id, 'corpus/case-' || lpad(c::VARCHAR, 4, '0') || '/case.toml::generate['
+                   || v.version || ']', 'case-' || lpad(c::VARCHAR, 4, '0'), 'generate', v.version,
+                   'sha-' || c, 'opt', 'passed', false, 0.1, NULL, NULL, '{{}}', now()::TIMESTAMP
+            FROM range({cases}) t(c), v""")
+        sql(f"""INSERT INTO metrics
+            SELECT v.run_id, 'corpus/case-' || lpad(c::VARCHAR, 4, '0') || '/case.toml::generate['
+                   || v.version || ']', 'case-' || lpad(c::VARCHAR, 4, '0'), 'generate', v.version,
+                   m.metric, (100000 + c * 1000 + hash(c, v.run_id, m.k) % 4096)::DOUBLE, m.unit
+            FROM range({cases}) t(c), v, m""")
+        sql(f"""INSERT INTO findings
+            SELECT v.run_id, 'corpus/case-' || lpad(c::VARCHAR, 4, '0') || '/case.toml::generate['
+                   || v.version || ']', 'case-' || lpad(c::VARCHAR, 4, '0'), 'generate', v.version,
+                   'bug-' || (c // 3), CASE WHEN v.run_id < 10 THEN 'reproduced' ELSE 'not-reproduced' END,
+                   '{{"signature": "epochs_sw > 0", "values": {{"epochs_sw": 1}}, "reproducer": true}}'
+            FROM range({min(cases, 3 * BUGS)}) t(c), v""")
+        row = sql("SELECT count(*) FROM metrics").fetchone()
+        return int(row[0]) if row else 0
+
+
+def _timed_dashboard(db: Path, bugs: Path, out: Path) -> tuple[float, float]:
+    """(seconds, peak RSS MiB) of `stedge dashboard` in its own process."""
+    import subprocess
+
+    code = (
+        "import resource, sys, time\n"
+        "from pytest_stedge.cli.main import main\n"
+        "t = time.perf_counter()\n"
+        f"main(['dashboard', '--db', {str(db)!r}, '--out', {str(out)!r}, '--corpus', {str(bugs.parent)!r}])\n"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=PROJECT)
+    seconds, rss = proc.stdout.split()[-2:]
+    return float(seconds), float(rss)
+
+
+def scale(cases: int, versions_count: int) -> None:
+    print(SCALE_DOC.splitlines()[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for c, n in ((cases // 4, versions_count), (cases // 2, versions_count), (cases, versions_count),
+                     (cases, versions_count // 2)):
+            versions = [f"{1 + i // 10}.{i % 10}.0" for i in range(n)]
+            db = root / f"s{c}-{n}.duckdb"
+            t0 = time.perf_counter()
+            rows = bulk_store(db, root / "corpus" / "bugs", c, versions)
+            built = time.perf_counter() - t0
+            seconds, rss = _timed_dashboard(db, root / "corpus" / "bugs", root / f"site-{c}-{n}")
+            pages = len(list((root / f"site-{c}-{n}").rglob("*.html")))
+            print(f"{c:>5} cases x {n:>2} versions = {rows:>9,} metric rows (bulk store {built:.1f} s): "
+                  f"dashboard {seconds:.2f} s, peak RSS {rss:.0f} MiB, {pages} pages, "
+                  f"{seconds / rows * 1e6:.2f} us/row")
+            db.unlink()
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ except ImportError:  # pragma: no cover - the pure-Python standard library parse
     import tomllib as toml_reader
 
 from .errors import CaseError
+from .record_only import ModelSource, parse_model_table
 
 STAGES = ("generate", "analyze", "validate-host", "validate-target")
 ALL_STAGES = ("oracle", *STAGES)
@@ -55,7 +56,8 @@ ONNX_LIGHT_PREFIX = "onnx-light:"
 
 _TOP_KEYS: dict[str, str] = {
     "description": "a string",
-    "model": "a path to an .onnx/.tflite/.h5/.keras file in the case folder, or 'onnx-light:<name>'",
+    "model": "a path to an .onnx/.tflite/.h5/.keras file in the case folder, 'onnx-light:<name>', "
+    "or a table {file, sha256 or md5, source, size, licence} naming a model the corpus does not ship",
     "target": "a target name such as 'stm32n6' or 'stm32h7'",
     "name": "a C identifier (the -n/--name of stedgeai)",
     "options": "a list of strings (extra stedgeai arguments)",
@@ -119,6 +121,12 @@ class Case:
     sha256: str | None = None
     expect: dict[str, tuple[Bound, ...]] = field(default_factory=dict)  # "" = all stages
     baseline: dict[str, str] = field(default_factory=dict)
+    model_source: ModelSource | None = None  # record-only: the model is not in the corpus
+
+    @property
+    def record_only(self) -> bool:
+        """Whether the corpus names this case's model without shipping it."""
+        return self.model_source is not None
 
     @property
     def folder(self) -> Path:
@@ -126,7 +134,10 @@ class Case:
         return self.path.parent
 
     def model_sha256(self) -> str:
-        """sha256 of the model file (identity of the model for comparisons)."""
+        """sha256 of the model file (identity of the model for comparisons); for a
+        record-only case whose file is absent, the declared identity."""
+        if self.model_source is not None and not self.model.is_file():
+            return self.model_source.identity()
         return file_sha256(self.model)
 
     def options_hash(self) -> str:
@@ -318,10 +329,15 @@ def _build_case(
             raise fail(key, f"expected {_TOP_KEYS[key]}, got {value!r}")
         return tuple(value)
 
-    model_ref = string("model")
-    if not model_ref:
-        raise fail("model", f"missing; expected {_TOP_KEYS['model']}")
-    model = resolve_model(path, root, model_ref, prefix + "model", files)
+    model_source = None
+    if isinstance(raw.get("model"), dict):
+        model_source = parse_model_table(path, prefix + "model", raw["model"])
+        model = path.parent / model_source.file  # where it would be; not shipped
+    else:
+        model_ref = string("model")
+        if not model_ref:
+            raise fail("model", f"missing; expected {_TOP_KEYS['model']}")
+        model = resolve_model(path, root, model_ref, prefix + "model", files)
     target = string("target")
     if not target:
         raise fail("target", f"missing; expected {_TOP_KEYS['target']}")
@@ -345,6 +361,8 @@ def _build_case(
         None if memory_pool is None else _inside(path, root, memory_pool, prefix + "memory_pool")
     )
     sha = string("sha256")
+    if model_source is not None and model_source.sha256 and sha and sha != model_source.sha256:
+        raise fail("sha256", "differs from model.sha256; give the digest once, in the model table")
     return Case(
         name=name,
         path=path,
@@ -362,7 +380,8 @@ def _build_case(
         timeout=None if timeout is None else float(timeout),
         memory_pool=memory_pool_path,
         neural_art=_neural_art(path, root, raw.get("neural_art"), prefix),
-        sha256=sha,
+        sha256=sha or (model_source.sha256 if model_source else None),
+        model_source=model_source,
         expect=_expectations(path, raw.get("expect"), prefix),
         baseline=_baseline(path, raw.get("baseline"), prefix),
     )

@@ -78,15 +78,20 @@ def judge(
     default_band: str,
     strict_baseline: bool,
     registry: BugRegistry | None,
+    options_hash: str | None = None,
 ) -> Verdict:
-    """Check ``metrics`` against the case, the baseline and the bug registry."""
+    """Check ``metrics`` against the case, the baseline and the bug registry.
+
+    :param options_hash: the item's options identity (a replayed recording has the one its
+        command line stated); default: the case's.
+    """
     bounds = case.bounds_for(stage)
     verdict = Verdict(misses=check(bounds, metrics))
     if baseline is not None and version is not None and version != baseline.version:
         comparable = (
             baseline.model_sha256 is not None
             and baseline.model_sha256 == model_sha256
-            and baseline.options_hash == case.options_hash()
+            and baseline.options_hash == (options_hash or case.options_hash())
         )
         verdict.baseline_version = baseline.version
         verdict.changes = compare_results(
@@ -99,7 +104,7 @@ def judge(
             default_band=default_band,
             base_ok=expectation_flags(bounds, baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
-            note="" if comparable else "model or options differ",
+            note="" if comparable else _why_not_comparable(baseline, model_sha256, options_hash or case.options_hash()),
         )
         kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
         verdict.failing_changes = [c for c in verdict.changes if c.kind in kinds]
@@ -110,6 +115,15 @@ def judge(
             for f in registry.evaluate(env, case_name=case.name, case_bugs=case.bugs, version=version)
         ]
     return verdict
+
+
+def _why_not_comparable(baseline: Baseline, model_sha256: str | None, options_hash: str) -> str:
+    reasons = []
+    if baseline.model_sha256 != model_sha256:
+        reasons.append("model differs")
+    if baseline.options_hash != options_hash:
+        reasons.append("options differ")
+    return f"{' and '.join(reasons) or 'model or options differ'} from {baseline.version}"
 
 
 def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
@@ -149,7 +163,9 @@ def explaining_bug(registry: BugRegistry | None, verdict: Verdict, version: str 
     """A known bug that affects ``version`` and whose signature matched this item."""
     if registry is None or version is None:
         return None
-    for finding in verdict.findings:
+    # a bug this case reproduces explains it before a signature that merely matches here
+    ranked = sorted(verdict.findings, key=lambda f: not (f.get("evidence") or {}).get("reproducer"))
+    for finding in ranked:
         if finding["status"] != "reproduced":
             continue
         bug = registry.get(finding["bug_id"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from .corpus import Case, PathCache, check_model_pin, load_cases
 from .errors import CaseError, OracleError, ToolchainError
 from .gate import (
+    Baseline,
     explaining_bug,
     failure_message,
     judge,
@@ -96,9 +96,7 @@ def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[Stedg
         if case.oracle:
             item(f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None)
         for stage in case.stages:
-            if stage == "validate-target" and not state.settings.boards:
-                continue
-            for version in state.item_versions():
+            for version in state.case_versions(case, stage):
                 param = f"{prefix}-{version}" if prefix else version
                 item(f"{stage}[{param}]", case, stage, version)
     return items
@@ -165,6 +163,9 @@ class StedgeItem(pytest.Item):
     def _judge(self, state: StedgeState, row: ItemRow, result: Result, metrics: dict[str, float]) -> None:
         """Expectations, baseline and known bugs decide the outcome."""
         registry = state.bugs.registry(self.case)
+        baseline = state.baselines.for_item(self.case.name, self.stage, self.version)
+        if baseline is None and state.baselines.version is None and self.version is not None:
+            baseline = self._previous_recorded(state)
         verdict = judge(
             case=self.case,
             stage=self.stage,
@@ -172,19 +173,31 @@ class StedgeItem(pytest.Item):
             result=result,
             metrics=metrics,
             model_sha256=row.model_sha256,
-            baseline=state.baselines.for_item(self.case.name, self.stage, self.version),
+            baseline=baseline,
             default_band=state.baselines.default_band,
             strict_baseline=state.baselines.strict,
             registry=registry,
+            options_hash=row.options_hash,
         )
         row.findings = verdict.findings
         row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        row.baseline_version = verdict.baseline_version
         if self.version is not None:
             state.baselines.remember(self.case.name, self.stage, self.version, row)
-        if verdict.failed:
+        errors = _recorded_errors(result) if row.recorded else []
+        if verdict.failed or errors:
             bug = explaining_bug(registry, verdict, self.version)
             title = f"{self.case.name} {self.name}"
-            message = failure_message(title, verdict, update_hint=not state.settings.update)
+            parts = [failure_message(title, verdict, update_hint=not state.settings.update)] if verdict.failed else []
+            if errors:
+                parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
+            message = "\n\n".join(parts)
+            summary = verdict.summary_lines() + [f"recorded error: {e}" for e in errors]
+            if self.stage == "validate-target":  # where a per-layer search saw it start
+                from .board.plugin import divergence_lines
+
+                message += "".join(f"\n{line}" for line in divergence_lines(result))
+                summary += divergence_lines(result)
             if bug is not None and self.version is not None:
                 # a known bug is not a new normal: --stedge-update leaves it alone
                 xfail_known_bug(bug, self.version, message.splitlines()[0])
@@ -200,17 +213,44 @@ class StedgeItem(pytest.Item):
                         if c.old is not None and c.new is not None
                     },
                 }
-            raise StedgeCheckFailure(message, verdict.summary_lines())
+            raise StedgeCheckFailure(message, summary)
         fixed = looks_fixed(registry, self.case, verdict, self.version)
         if fixed is not None and self.version is not None:
             self.add_marker(xpass_marker(fixed, self.version))
 
+    def _previous_recorded(self, state: StedgeState) -> Baseline | None:
+        """Without --stedge-baseline, a case with corpus recordings gates each version
+        against the recording of the version before it (read from the data, so any
+        worker can do it)."""
+        assert self.version is not None
+        previous = state.toolchains.previous_recording(self.case.name, self.stage, self.version)
+        if previous is None:
+            return None
+        result: Result = previous["result"]
+        self._attach_oracle(state, result)
+        return Baseline(
+            version=previous["version"],
+            metrics=flat_metrics(result),
+            model_sha256=previous["model_sha256"],
+            options_hash=previous["options_hash"],
+        )
+
     def _run_oracle(self, state: StedgeState) -> Result:
+        if self.case.record_only and state.models.resolved(self.case) is None:
+            pytest.skip(state.models.missing_reason(self.case))
         try:
             report = state.models.oracle_report(self.case)
+            if report.get("unresolved_tensors"):
+                names = ", ".join(report["unresolved_tensors"][:5])
+                raise OracleError(
+                    f"{self.case.model}: unresolved shapes: {len(report['unresolved_tensors'])} "
+                    f"tensor(s) ({names}) have no static size, so the floor would leave them out"
+                )
         except OracleError as exc:
             assert self._row is not None
             self._row.result = new_result("oracle", diagnostics=[_diag("OracleError", str(exc))])
+            if self.case.model.suffix.lower() in (".h5", ".keras", ".hdf5"):
+                pytest.skip(str(exc))
             raise
         return new_result(
             "oracle",
@@ -224,13 +264,20 @@ class StedgeItem(pytest.Item):
         assert self.version is not None
         recording = state.toolchains.recording(self.version, self.case.name, self.stage)
         install = state.toolchains.install(self.version)
+        case = state.models.resolved(self.case)
+        if install is not None and case is None and recording is None:
+            pytest.skip(state.models.missing_reason(self.case))
         if install is None and recording is None:
             pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
-        if install is None:
+        if install is None or case is None:
             assert recording is not None
             result: Result = recording["result"]
             row.recorded = True
-            if recording.get("model_sha256") and recording["model_sha256"] != row.model_sha256:
+            if recording.get("corpus"):
+                # a public run: its identity is the one its own outputs and command stated
+                row.model_sha256 = recording["model_sha256"]
+                row.options_hash = recording["options_hash"]
+            elif recording.get("model_sha256") and recording["model_sha256"] != row.model_sha256:
                 result.setdefault("diagnostics", []).append(
                     _diag(
                         "NotComparable",
@@ -244,7 +291,7 @@ class StedgeItem(pytest.Item):
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(
                     config=self.config,
-                    case=self.case,
+                    case=case,
                     stage=self.stage,
                     install=install,
                     workdir=workdir,
@@ -283,6 +330,8 @@ class StedgeItem(pytest.Item):
         """Put the oracle's figures beside the tool's (for activations_ratio)."""
         if not self.case.oracle:
             return
+        if self.case.record_only and state.models.resolved(self.case) is None:
+            return  # no model here: the oracle item says so, once
         try:
             report = state.models.oracle_report(self.case)
         except OracleError as exc:
@@ -291,7 +340,8 @@ class StedgeItem(pytest.Item):
             )
             return
         result["oracle"] = {
-            k: report[k] for k in ("lower_bound_bytes", "plan_bytes", "naive_bytes", "float_nodes")
+            k: report[k]
+            for k in ("lower_bound_bytes", "expected_bytes", "plan_bytes", "naive_bytes", "float_nodes")
             if k in report
         }
 
@@ -312,6 +362,15 @@ class StedgeItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
         return self.path, None, f"{self.case.name}: {self.stage}{version}"
+
+
+def _recorded_errors(result: Result) -> list[str]:
+    """The error diagnostics of a replayed recording (a board that never answered ...)."""
+    return [
+        str(d.get("kind") or d.get("code") or "error")
+        for d in result.get("diagnostics") or []
+        if isinstance(d, dict) and d.get("level") == "error"
+    ]
 
 
 def _stage_refused(exc: ToolchainError) -> bool:

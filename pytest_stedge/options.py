@@ -56,6 +56,14 @@ def add_run_options(addoption: AddOption) -> None:
         help="Look for stedgeai installs in DIR first (repeatable)",
     )
     addoption(
+        "--stedge-models",
+        dest="stedge_models",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="Look for the models of record-only cases in DIR, matched by hash (repeatable)",
+    )
+    addoption(
         "--stedge-timeout",
         dest="stedge_timeout",
         metavar="SECONDS",
@@ -123,6 +131,8 @@ def add_ini(addini: AddOption) -> None:
     )
     addini("stedge_roots", "Folders holding stedgeai installs", type="paths", default=[])
     addini("stedge_workdir", "Folder for the tool's outputs", type="string", default="")
+    addini("stedge_models", "Folders holding the models of record-only cases", type="paths",
+           default=[])
     addini(
         "stedge_baseline_band",
         "Default band against the baseline version ('+3%', '+1024', '0')",

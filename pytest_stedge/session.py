@@ -107,7 +107,7 @@ def _load_baseline(
 class _Summary:
     rows: list[ItemRow] = field(default_factory=list)
     failures: dict[str, list[str]] = field(default_factory=dict)
-    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by head version
+    changes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (base, head)
     updates: list[str] = field(default_factory=list)
 
 
@@ -158,7 +158,8 @@ class StedgeController:
     def _record(self, row: ItemRow, report: pytest.TestReport) -> None:
         self.summary.rows.append(row)
         if row.changes and row.version:
-            self.summary.changes.setdefault(row.version, []).extend(row.changes)
+            base = row.baseline_version or str(self.state.baselines.version)
+            self.summary.changes.setdefault((base, row.version), []).extend(row.changes)
         if row.update:
             self._apply_update(row)
         if row.outcome in ("failed", "error"):
@@ -278,13 +279,15 @@ class StedgeController:
     def _write_changes(self, write: Any) -> None:
         """Per case, the metrics that moved against the baseline, regressions first."""
         from .diff import ChangeKind, DiffReport, MetricChange
+        from .recordings import release_key
         from .report.table import format_table
 
-        baseline = self.state.baselines.version
-        for version, changes in sorted(self.summary.changes.items()):
+        pairs = sorted(self.summary.changes, key=lambda p: (release_key(p[1]), release_key(p[0])))
+        for base, head in pairs:
+            changes = self.summary.changes[(base, head)]
             report = DiffReport(
-                base=str(baseline),
-                head=version,
+                base=base,
+                head=head,
                 changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
             )
             write("")

@@ -12,6 +12,7 @@ the plugin hands :func:`get_state` the function that sets a controller up.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -43,15 +44,24 @@ class Toolchains:
         self.versions: list[str] = []
         self.installs: dict[str, Install] = {}
         self.recordings: dict[tuple[str, str, str], dict[str, Any]] = {}
+        # shipped with the corpus (pytest_stedge.recordings); the store's own win
+        self.corpus: dict[tuple[str, str, str], dict[str, Any]] = {}
 
-    def setup(self, discovery: Discovery, recordings: list[dict[str, Any]]) -> None:
+    def setup(
+        self,
+        discovery: Discovery,
+        recordings: list[dict[str, Any]],
+        corpus: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Decide the versions to run from the installs found and the stored recordings;
         a version asked for with neither is a usage error saying where we looked."""
         self.discovery = discovery
         found = {i.version: i for i in discovery.installs}
         for rec in recordings:
             self.recordings[(rec["version"], rec["case_name"], rec["stage"])] = rec
-        recorded = sorted({rec["version"] for rec in recordings})
+        for rec in corpus or []:
+            self.corpus[(rec["version"], rec["case_name"], rec["stage"])] = rec
+        recorded = sorted({rec["version"] for rec in [*recordings, *(corpus or [])]})
         self.versions = list(dict.fromkeys(self.requested)) if self.requested else list(found)
         self.installs = {v: found[v] for v in self.versions if v in found}
         missing = [v for v in self.versions if v not in found and v not in recorded]
@@ -79,9 +89,26 @@ class Toolchains:
         return self.installs.get(version)
 
     def recording(self, version: str, case_name: str, stage: str) -> dict[str, Any] | None:
-        """A recorded Result of ``case_name``/``stage`` for ``version`` (a copy), if any."""
-        rec = self.recordings.get((version, case_name, stage))
+        """A recorded Result of ``case_name``/``stage`` for ``version`` (a copy), if any:
+        the store's (``stedge ingest``), else the corpus's."""
+        key = (version, case_name, stage)
+        rec = self.recordings.get(key) or self.corpus.get(key)
         return None if rec is None else copy.deepcopy(rec)
+
+    def corpus_versions(self, case_name: str, stage: str) -> list[str]:
+        """Versions the corpus holds a recording of for this case and stage, release order."""
+        from .recordings import release_key
+
+        found = {v for v, c, s in self.corpus if c == case_name and s == stage}
+        return sorted(found, key=release_key)
+
+    def previous_recording(self, case_name: str, stage: str, version: str) -> dict[str, Any] | None:
+        """The corpus recording of the newest version before ``version`` (a copy), if any:
+        what a replayed version is gated against when no --stedge-baseline is given."""
+        from .recordings import release_key
+
+        earlier = [v for v in self.corpus_versions(case_name, stage) if release_key(v) < release_key(version)]
+        return self.recording(earlier[-1], case_name, stage) if earlier else None
 
     def missing_reason(self, version: str, case_name: str) -> str:
         """Why a toolchain item cannot run: where we looked and how to point us."""
@@ -102,6 +129,7 @@ class Toolchains:
             "installs": [i.to_dict() for i in self.discovery.installs],
             "searched": self.discovery.searched,
             "recordings": list(self.recordings.values()),
+            "corpus": list(self.corpus.values()),
             "versions": self.versions,
         }
 
@@ -111,6 +139,7 @@ class Toolchains:
         self.recordings = {
             (r["version"], r["case_name"], r["stage"]): r for r in data["recordings"]
         }
+        self.corpus = {(r["version"], r["case_name"], r["stage"]): r for r in data["corpus"]}
         self.versions = data["versions"]
         found = {i.version: i for i in installs}
         self.installs = {v: found[v] for v in self.versions if v in found}
@@ -181,32 +210,70 @@ class ModelFacts:
     computed once per session; the oracle's report is shared by xdist workers through
     the run folder, so a toolchain item reads what another worker's oracle item found."""
 
-    def __init__(self, work: WorkFolders) -> None:
+    def __init__(self, work: WorkFolders, model_dirs: list[Path] | None = None) -> None:
+        from .record_only import ModelFinder
+
         self.work = work
+        self.finder = ModelFinder(list(model_dirs or []))
         self._sha: dict[Path, str] = {}
-        self._oracle: dict[Path, dict[str, Any] | OracleError] = {}
+        self._oracle: dict[tuple[Path, str], dict[str, Any] | OracleError] = {}
+
+    def resolved(self, case: Case) -> Case | None:
+        """The case with its model file: itself, or for a record-only case a copy pointing at
+        the file found in the --stedge-models folders (None when it is nowhere)."""
+        if case.model_source is None:
+            return case
+        if case.model.is_file() and _matches(case, case.model):
+            return case
+        found = self.finder.find(case.model_source)
+        return None if found is None else dataclasses.replace(case, model=found)
+
+    def missing_reason(self, case: Case) -> str:
+        """Why a record-only case's model is not here, and how to provide it."""
+        assert case.model_source is not None
+        return (
+            f"record-only case: the corpus does not ship its model {case.model_source.describe()}; "
+            f"{self.finder.describe()}. Download it and pass --stedge-models DIR (matched by hash)"
+        )
 
     def sha256(self, case: Case) -> str:
-        """sha256 of the case's model (cached per process)."""
-        if case.model not in self._sha:
-            self._sha[case.model] = file_sha256(case.model)
-        return self._sha[case.model]
+        """sha256 of the case's model (cached per process); a record-only case whose file
+        is absent has its declared identity (sha256, or ``md5:<hex>``)."""
+        resolved = self.resolved(case)
+        if resolved is None:
+            assert case.model_source is not None
+            return case.model_source.identity()
+        if resolved.model not in self._sha:
+            self._sha[resolved.model] = file_sha256(resolved.model)
+        return self._sha[resolved.model]
 
     def oracle_report(self, case: Case) -> dict[str, Any]:
-        """The oracle's analysis of the case's model; raises the OracleError it gave."""
-        cached = self._oracle.get(case.model)
+        """The oracle's analysis of the case's model as the case's target, options and
+        mpool deploy it; raises the OracleError it gave. Cached per (model, deployment)."""
+        from .oracle import case_deployment
+
+        resolved = self.resolved(case)
+        if resolved is None:
+            raise OracleError(self.missing_reason(case))
+        case = resolved
+        deployment = case_deployment(case)
+        key = json.dumps(deployment.key(), sort_keys=True)
+        cached = self._oracle.get((case.model, key))
         if cached is None:
-            cached = self._shared_oracle(case)
-            self._oracle[case.model] = cached
+            cached = self._shared_oracle(case, deployment, key)
+            self._oracle[(case.model, key)] = cached
         if isinstance(cached, OracleError):
             raise cached
         return cached
 
-    def _shared_oracle(self, case: Case) -> dict[str, Any] | OracleError:
-        from .oracle import analyze_model
+    def _shared_oracle(self, case: Case, deployment: Any, key: str) -> dict[str, Any] | OracleError:
+        import hashlib
+
+        from .oracle import analyze_deployed
 
         folder = self.work.run_dir() / "oracle"
-        path = folder / f"{self.sha256(case)}.json"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        path = folder / f"{self.sha256(case)}-{digest}.json"
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -214,7 +281,7 @@ class ModelFacts:
         if isinstance(saved, dict):
             return OracleError(saved["error"]) if "error" in saved else saved
         try:
-            report: dict[str, Any] | OracleError = analyze_model(case.model)
+            report: dict[str, Any] | OracleError = analyze_deployed(case.model, deployment)
         except OracleError as exc:
             report = exc
         data = {"error": str(report)} if isinstance(report, OracleError) else report
@@ -226,6 +293,16 @@ class ModelFacts:
         except (OSError, TypeError):
             pass  # the cache is an optimisation; the figures are already in hand
         return report
+
+
+def _matches(case: Case, path: Path) -> bool:
+    from .record_only import digests
+
+    assert case.model_source is not None
+    try:
+        return case.model_source.matches(*digests(path))
+    except OSError:
+        return False
 
 
 class BugRegistries:
@@ -260,6 +337,9 @@ class RunSettings:
         self.config = config
         self.update = bool(_option(config, "stedge_update"))
         self.boards: list[str] = list(_option(config, "stedge_board") or [])
+        self.model_dirs: list[Path] = [
+            Path(p).resolve() for p in (_option(config, "stedge_models") or [])
+        ] + [Path(p) for p in _ini(config, "stedge_models")]
 
     def timeout(self, case: Case) -> float:
         """Seconds before a run of ``case`` is killed (see :meth:`timeout_and_source`)."""
@@ -304,20 +384,44 @@ class StedgeState:
             _resolve(config, config.getoption("stedge_workdir"), "stedge_workdir",
                      Path(".stedge") / "work")
         )
-        self.models = ModelFacts(self.work)
-        self.bugs = BugRegistries()
         self.settings = RunSettings(config)
+        self.models = ModelFacts(self.work, self.settings.model_dirs)
+        self.bugs = BugRegistries()
         self.ready = False
 
     def setup(self, discovery: Discovery, recordings: list[dict[str, Any]], run_id: int | None) -> None:
-        """Controller side: the versions to run and the run's id."""
+        """Controller side: the versions to run and the run's id; the corpus recordings
+        under the session's arguments join the store's."""
+        from .recordings import find_recordings
+
         self.work.run_id = run_id
-        self.toolchains.setup(discovery, recordings)
+        try:
+            corpus = find_recordings(_arg_paths(self.config))
+        except CaseError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.toolchains.setup(discovery, recordings, corpus)
         self.ready = True
 
     def item_versions(self) -> list[str]:
         """Versions to create toolchain items for, the baseline first."""
         return self.toolchains.item_versions(self.baselines.version)
+
+    def case_versions(self, case: Case, stage: str) -> list[str]:
+        """Versions to create ``stage`` items of ``case`` for: the session's, and without
+        --stedge-version every version the corpus recorded for it too (release order,
+        the baseline first). validate-target without a board: recorded versions only."""
+        from .recordings import release_key
+
+        recorded = self.toolchains.corpus_versions(case.name, stage)
+        if stage == "validate-target" and not self.settings.boards:
+            versions = [v for v in self.item_versions() if v in recorded]
+            return versions if self.toolchains.requested else recorded
+        if self.toolchains.requested or not recorded:
+            return self.item_versions()
+        live = [v for v in self.item_versions() if v != NO_INSTALL]
+        merged = sorted(set(live) | set(recorded), key=release_key)
+        first = self.baselines.version
+        return [first, *(v for v in merged if v != first)] if first in merged else merged
 
     def to_workerinput(self) -> dict[str, Any]:
         """Everything a worker needs, as plain data."""
@@ -345,6 +449,18 @@ def _resolve(config: pytest.Config, option: str | None, ini: str, default: Path)
         base = config.inipath.parent if config.inipath else config.rootpath
         return (base / str(value)).resolve()
     return (config.rootpath / default).resolve()
+
+
+def _arg_paths(config: pytest.Config) -> list[Path]:
+    base = Path(config.invocation_params.dir)
+    return [base / str(arg).split("::")[0] for arg in config.args or []]
+
+
+def _ini(config: pytest.Config, name: str) -> list[str]:
+    try:
+        return [str(v) for v in config.getini(name) or []]
+    except ValueError:
+        return []
 
 
 def get_state(config: pytest.Config) -> StedgeState:

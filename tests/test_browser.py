@@ -117,3 +117,77 @@ def test_tables_read_fully_with_scripts_off(rendered: dict[str, Path], tmp_path:
     assert proc.returncode == 0
     assert proc.stdout.count("<tr") == static.count("<tr") > 30
     assert "212,609 B" in static
+
+
+# -- the public site, built from the committed recordings of corpus/real -------------------
+
+
+@pytest.fixture(scope="module")
+def real_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pytest corpus/real` replayed into a fresh store, then `stedge dashboard`."""
+    import sys
+
+    root = tmp_path_factory.mktemp("real-site")
+    db = root / "results.duckdb"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", str(PROJECT / "corpus" / "real"), "--stedge-db", str(db),
+         "-p", "no:cacheprovider", f"--rootdir={root}", "--stedge-report", "none", "-q"],
+        capture_output=True, text=True, cwd=root, check=True,
+        env={**os.environ, "STEDGEAI_CORE_DIR": str(root / "no-install")},
+    )
+    with Store.open(db, create=False) as store:
+        return render_dashboard(store, root / "site", bugs_dir=PROJECT / "corpus" / "bugs").parent
+
+
+REAL_PAGES = {  # screenshot name -> (page, tables at least, charts exactly)
+    "site-index": ("index.html", 3, 0),
+    "site-matrix": ("matrix.html", 1, 0),
+    "site-changes": ("changes.html", 4, 0),
+    "site-bug-conv1x1": ("bugs/n6-conv1x1-activations-4.0.0-*.html", 3, 0),
+    "site-case-conv1x1": ("cases/n6-micro-conv2d-1x1-devcloud-*.html", 1, 4),
+    "site-case-mobilenetv2-qdq": ("cases/n6-mobilenetv2-128-qdq-*.html", 1, 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_PAGES))
+def test_public_site_from_real_recordings_in_chromium(
+    real_site: Path, name: str, tmp_path: Path
+) -> None:
+    pattern, tables, svgs = REAL_PAGES[name]
+    page = next(real_site.glob(pattern))
+    proc = _chromium(page, tmp_path / "profile", "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert dom.count("<table") >= tables
+    assert dom.count("<svg") == svgs
+    assert _console(proc.stderr) == []
+    # every relative link resolves to a file (and its anchor) of the site
+    for href in re.findall(r'<a href="([^"]+)"', dom):
+        if href.startswith(("https://", "http://")):
+            continue
+        path, _, anchor = href.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.is_file(), f"{page.name}: {href}"
+        if anchor:
+            assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), f"{page.name}: {href}"
+    folder = SCREENSHOTS if os.environ.get("STEDGE_SCREENSHOTS") else tmp_path / "shots"
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / f"{name}.png"
+    proc = _chromium(page, tmp_path / "profile2", "--window-size=1280,2200", f"--screenshot={shot}")
+    assert proc.returncode == 0 and shot.stat().st_size > 10_000
+    assert _console(proc.stderr) == []
+
+
+def test_public_site_makes_no_network_request(real_site: Path, tmp_path: Path) -> None:
+    """Chromium's own log of requests: only file:// pages, nothing else fetched."""
+    log = tmp_path / "net.json"
+    page = next(real_site.glob("cases/n6-micro-conv2d-1x1-devcloud-*.html"))
+    proc = _chromium(page, tmp_path / "profile", f"--log-net-log={log}", "--dump-dom")
+    assert proc.returncode == 0
+    urls = set(re.findall(r'"url":"([^"]+)"', log.read_text(encoding="utf-8", errors="replace")))
+    # Chromium itself asks its vendor's services (clock, accounts) whatever the page: those
+    # hosts are not the page's; any other address would be
+    own = re.compile(r"^https?://([a-z0-9-]+\.)*(google\.com|googleapis\.com|gvt1\.com)/")
+    fetched = [u for u in urls if u.startswith(("http://", "https://", "ws")) and not own.match(u)]
+    assert fetched == [], fetched
+    assert urls  # the log works: it holds at least Chromium's own requests

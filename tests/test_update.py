@@ -103,8 +103,10 @@ def test_stage_bound_and_min_side(case_file: Path) -> None:
         baseline_deltas={},
     )
     assert lines == [
-        "[variants.int8.expect.validate-target] val_cos min 0.99 -> 0.912346 (copied from "
-        "[expect.validate-target], which the other variants keep)"
+        (
+            "[variants.int8.expect.validate-target] val_cos min 0.99 -> 0.912346 (copied from "
+            "[expect.validate-target], which the other variants keep)"
+        )
     ]
     text = case_file.read_text()
     assert "[variants.int8.expect.validate-target]\nval_cos = { min = 0.9123456789 }" in text

@@ -307,6 +307,13 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
         extra[f"board_ms:{n['name']}"] = n["duration_ms"]
     owner = {t: n["name"] for n in nodes for t in n.get("tensors", [])}
     diags = result.setdefault("diagnostics", [])
+    # ATONN firmware records are unnamed epochs ("epoch_<n>" from their id): map them
+    # through the c_info; records named after ONNX nodes compare by name below.
+    epochs = any(re.fullmatch(r"epoch_\d+", n["name"]) for n in nodes)
+    c_info = epoch_c_info(workdir) if case.target == "stm32n6" and epochs else None
+    if c_info is not None:
+        per_epoch(result, case.model, dump, c_info)
+        return
     from pytest_stedge.oracle.divergence import diverge
 
     try:
@@ -327,6 +334,69 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
                            f"first diverging epoch/node: {name} ({cos} against the reference;"
                            f" ONNX node {first['node']}, tensor {first['tensor']})"))
     result["divergence"] = summary
+
+
+def epoch_c_info(workdir: Path) -> Path | None:
+    """The c_info generate wrote, when it holds Neural-ART epochs and buffers."""
+    for path in sorted((workdir / "st_ai_output").glob("*c_info.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError):
+            continue
+        nodes = ((data.get("graphs") or [{}])[0] or {}).get("nodes") if isinstance(
+            data, dict) else None
+        if data.get("buffers") and any(str(n.get("name", "")).startswith("epoch_")
+                                       for n in nodes or [] if isinstance(n, dict)):
+            return path
+    return None
+
+
+def per_epoch(result: dict[str, Any], model: Path, dump: Path, c_info: Path) -> None:
+    """The N6 divergence search: records mapped through the c_info's epochs and buffers;
+    the first diverging epoch into ``divergence`` and a FirstDivergence diagnostic."""
+    from pytest_stedge.oracle.epoch_compare import diverge_epochs
+
+    diags = result.setdefault("diagnostics", [])
+    try:
+        report = diverge_epochs(model, dump, c_info)
+    except OracleError as exc:
+        diags.append(_diag("warning", "DivergenceUnavailable", f"per-layer dump {dump}: {exc}"))
+        return
+    keys = ("epoch", "kind", "buffer", "tensor", "cos", "l2r", "rmse", "ok", "record")
+    table = [{**{k: _finite(row.get(k)) for k in keys}, "board_node": row["record"],
+              "node": ", ".join(row["model_nodes"]), "op_type": row["kind"]}
+             for row in report["rows"]]
+    summary: dict[str, Any] = {"first_diverging": None, "table": table, "dump": str(dump),
+                               "c_info": str(c_info), "per_epoch": True,
+                               "unmapped": report["unmapped"][:50]}
+    first = report["first_divergent"]
+    if first is not None:
+        summary.update(first_diverging=first["epoch"], kind=first["kind"],
+                       describe=first["describe"], model_nodes=first["model_nodes"],
+                       tensor=first["tensor"], buffer=first["buffer"],
+                       cos=_finite(first["cos"]), l2r=_finite(first["l2r"]))
+        nodes = ", ".join(first["model_nodes"]) or "none of the model's"
+        cos = f"cos {first['cos']:.2f}" if _finite(first["cos"]) is not None else "cos n/a"
+        diags.append(_diag("warning", "FirstDivergence",
+                           f"first diverging epoch: {first['describe']} ({cos} against the "
+                           f"reference; model nodes {nodes}; buffer {first['buffer']})"))
+    result["divergence"] = summary
+
+
+def divergence_lines(result: dict[str, Any]) -> list[str]:
+    """Lines for an item's failure message: where the per-layer search found the first
+    divergence (empty when none ran or none diverged)."""
+    div = result.get("divergence")
+    if not isinstance(div, dict) or not div.get("first_diverging"):
+        return []
+    cos = div.get("cos")
+    where = div.get("describe") or div["first_diverging"]
+    text = f"first diverging {'epoch' if div.get('per_epoch') else 'epoch/node'}: {where}"
+    if isinstance(cos, (int, float)):
+        text += f", cos {cos:.4f}"
+    if div.get("model_nodes"):
+        text += f"; model nodes {', '.join(div['model_nodes'])}"
+    return [text]
 
 
 def _finite(value: Any) -> Any:

@@ -12,6 +12,9 @@ Format::
     signature = '"PRelu" in software_ops' # pytest_stedge.bugs.signature grammar
     notes = "..."                         # optional
     stages = ["validate-target"]          # optional: stages that can show it (default: all)
+    kind = "bug"                          # optional: bug (reported by users) or finding
+                                          # (a regression seen in recorded public runs)
+    links = [{ title = "...", url = "https://..." }]   # optional: public sources, each a URL
 
 ``Bug.affects(version)`` is True inside ``affected``, False at or after
 ``fixed_in``, and None (unknown) anywhere else: the registry never guesses about a
@@ -36,7 +39,8 @@ from .signature import UNKNOWN, Signature, SignatureError, parse_signature
 
 STATUSES = ("open", "fixed", "unknown")
 REQUIRED = ("id", "title", "source", "affected", "status", "reproducers", "signature")
-OPTIONAL = ("fixed_in", "notes", "stages")
+OPTIONAL = ("fixed_in", "notes", "stages", "kind", "links")
+KINDS = ("bug", "finding")
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 # stedgeai prints "4.0.1-20581 359356bb0": the release is what the registry speaks about.
 _RELEASE_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
@@ -83,6 +87,8 @@ class Bug:
     fixed_in: Version | None = None
     notes: str = ""
     stages: tuple[str, ...] = ()  # empty: every stage
+    kind: str = "bug"
+    links: tuple[tuple[str, str], ...] = ()  # (title, https URL)
 
     def observable_on(self, stage: str | None) -> bool:
         """Whether an item of ``stage`` can show this bug (no finding on other stages)."""
@@ -284,7 +290,12 @@ def load_bug(path: Path) -> Bug:
         raise CaseError(
             path, "stages", f"expected a list drawn from {', '.join(ALL_STAGES)}, got {stages!r}"
         )
+    kind = text("kind") or "bug"
+    if kind not in KINDS:
+        raise CaseError(path, "kind", f"{kind!r}; accepted: {', '.join(KINDS)}")
     return Bug(
+        kind=kind,
+        links=_links(path, raw.get("links", [])),
         stages=tuple(stages),
         id=bug_id,
         title=text("title"),
@@ -297,6 +308,24 @@ def load_bug(path: Path) -> Bug:
         fixed_in=fixed_in,
         notes=text("notes"),
     )
+
+
+def _links(path: Path, raw: Any) -> tuple[tuple[str, str], ...]:
+    """``links = [{title, url}]``: public sources, every url an http(s) address."""
+    if not isinstance(raw, list):
+        raise CaseError(path, "links", "expected a list of { title = ..., url = ... } tables")
+    out = []
+    for index, link in enumerate(raw):
+        key = f"links[{index}]"
+        if not isinstance(link, dict) or set(link) - {"title", "url"}:
+            raise CaseError(path, key, "expected a table with title and url")
+        title, url = link.get("title"), link.get("url")
+        if not isinstance(title, str) or not title.strip():
+            raise CaseError(path, f"{key}.title", "expected the source's title")
+        if not isinstance(url, str) or not re.match(r"^https?://[^\s<>\"']+$", url):
+            raise CaseError(path, f"{key}.url", f"expected an http(s) URL without spaces, got {url!r}")
+        out.append((title.strip(), url))
+    return tuple(out)
 
 
 def check_case_bugs(

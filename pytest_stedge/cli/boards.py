@@ -252,7 +252,9 @@ def run_dump(model: Path | str, board: BoardSpec | str, *, out: Path,
                   if d.scale},
         "nodes": [{"name": n.name, "type": n.type, "id": n.id, "duration_ms": n.duration_ms,
                    "counters": n.counters, "tensors": list(n.tensors),
-                   "quant": {k: [d.scale, d.zero_point] for k, d in n.descs.items() if d.scale}}
+                   "quant": {k: [d.scale, d.zero_point] for k, d in n.descs.items() if d.scale},
+                   "descs": {k: {"format": d.format, "dims": list(d.dims), "addr": d.addr,
+                                 "flags": d.flags} for k, d in n.descs.items()}}
                   for n in result.nodes],
     }
     sidecar = out.with_suffix(".json")

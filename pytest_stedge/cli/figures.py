@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 
-def fmt_figure(value: float | int | None) -> str:
+def fmt_figure(value: float | None) -> str:
     """``2,107,392`` for whole numbers (every digit, thousands separated), six significant
     digits otherwise (``0.998712``), ``inf``/``nan`` as they are, ``-`` when unknown."""
     if value is None:

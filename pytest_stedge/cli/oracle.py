@@ -17,14 +17,32 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "oracle",
         help="What a model needs: facts and activation memory, independent of the tool",
         description="Facts (operators, quantized and float nodes, weights) and activation memory "
-        "as deployed (liveness lower bound, a checked offset plan, naive sum, peak tensors) of an "
-        "ONNX model. With --c-info, the tool's buffers side by side and the gap explained.",
-        epilog="examples:\n  stedge oracle model.onnx\n"
-        "  stedge oracle model.onnx --c-info st_ai_output/network_c_info.json\n"
+        "as the target deploys it (the floor no correct tool beats, the expected figure of a "
+        "checked offset plan, the tensors at the peak) of an ONNX or TFLite model (an ST _OE_ "
+        "model with the _Q.json beside it). With --c-info, the tool's figure explained from its "
+        "own buffers in parts that add up exactly. Rules per target family: docs/oracle.md.",
+        epilog="examples:\n  stedge oracle model.tflite\n"
+        "  stedge oracle model.onnx --target stm32h7 --options '--no-inputs-allocation'\n"
+        "  stedge oracle model.onnx --target stm32n6 --mpool my.mpool\n"
+        "  stedge oracle model.tflite --c-info st_ai_output/network_c_info.json\n"
         "  stedge oracle model.onnx --json > oracle.json",
         formatter_class=fmt,
     )
-    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("model", type=Path, help="ONNX or TFLite model (Keras: convert it first)")
+    p.add_argument(
+        "--target",
+        help="stedgeai --target (default stm32n6 with Neural-ART; stm32n6 alone with --options "
+        "that lack --st-neural-art is the software path)",
+    )
+    p.add_argument(
+        "--options",
+        action="append",
+        default=[],
+        metavar="OPTIONS",
+        help="stedgeai options as one string, e.g. '--st-neural-art --no-inputs-allocation' "
+        "(repeatable)",
+    )
+    p.add_argument("--mpool", type=Path, help="N6 .mpool or MCU --memory-pool JSON")
     p.add_argument("--c-info", type=Path, help="the tool's network_c_info.json for this model")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument(
@@ -87,11 +105,19 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "and compares, in execution order, each node output present in DUMP.npz (tensor or node "
         "name -> array, as a per-layer board run gives).",
         epilog="examples:\n  stedge diverge model.onnx layers.npz\n"
-        "  stedge diverge model.onnx layers.npz --min-cos 0.999 --max-l2r 0.05 --json",
+        "  stedge diverge model.onnx layers.npz --min-cos 0.999 --max-l2r 0.05 --json\n"
+        "  stedge diverge model.tflite n6-dump.npz --c-info st_ai_output/network_c_info.json",
         formatter_class=fmt,
     )
-    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("model", type=Path, help="ONNX model (with --c-info: .onnx or .tflite)")
     p.add_argument("dump", type=Path, help="npz of per-node outputs (and the input)")
+    p.add_argument("--c-info", type=Path, metavar="JSON",
+                   help="the network_c_info.json of the N6 compilation: map the dump's epoch "
+                        "records through its epochs and buffers and name the first diverging "
+                        "epoch (the *_OE_*.onnx and _Q.json beside it are used when present)")
+    p.add_argument("--oe-model", type=Path, help="the tool's *_OE_*.onnx (default: beside "
+                   "--c-info)")
+    p.add_argument("--q-json", type=Path, help="its *_OE_*_Q.json (default: beside --c-info)")
     p.add_argument("--min-cos", type=float, default=0.99, help="tolerance on cos (default 0.99)")
     p.add_argument("--max-l2r", type=float, help="tolerance on l2r (default: none)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -116,18 +142,53 @@ def _b(n: Any) -> str:
     return "unknown" if n is None else f"{n:,} B"
 
 
+def _split_options(values: list[str]) -> list[str]:
+    import shlex
+
+    words: list[str] = []
+    for value in values:
+        words.extend(shlex.split(value))
+    return words
+
+
 def _oracle(args: argparse.Namespace) -> int:
     from pytest_stedge.oracle.memory import analyze_model
 
-    report = analyze_model(args.model, details=args.tensors)
+    options = _split_options(args.options)
+    target = args.target
+    if args.target is None and args.c_info is not None and not options:
+        from pytest_stedge.oracle.cinfo import load_c_info, run_arguments
+        from pytest_stedge.oracle.deploy import deployment_options
+
+        target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
+        options = deployment_options(words)
+    report = analyze_model(
+        args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
+    )
     if args.c_info:
         from pytest_stedge.oracle.cinfo import explain_c_info
 
         report["c_info"] = explain_c_info(report, args.c_info)
+        floor = report["lower_bound_bytes"]
+        if floor:
+            report["activations_ratio"] = report["c_info"]["reported_bytes"] / floor
     if args.json:
         _dump(report)
         return 0
-    print(f"model: {args.model}")
+    print(f"model: {args.model} ({report['format']})")
+    dep = report["deployment"]
+    io = []
+    if not dep["inputs_in_activations"]:
+        io.append("inputs outside")
+    if not dep["outputs_in_activations"]:
+        io.append("outputs outside")
+    print(
+        f"deployment: {dep['target']} ({dep['family']}), alignment {dep['alignment']}"
+        + (f", {', '.join(io)} the activations" if io else "")
+        + (f", mpool {dep['mpool']} ({_b(dep['onchip_bytes'])} on chip)" if dep["mpool"] else "")
+    )
+    for note in report["notes"]:
+        print(f"note: {note}")
     ops = ", ".join(
         f"{k} {v}" for k, v in sorted(report["op_counts"].items(), key=lambda kv: -kv[1])
     )
@@ -143,12 +204,15 @@ def _oracle(args: argparse.Namespace) -> int:
             print(f"  ... and {len(report['float_nodes']) - 20} more")
     print(f"parameters: {report['params']:,}; weights as deployed: {_b(report['weight_bytes'])}")
     print(f"activation tensors: {report['tensors']} over {report['steps']} steps")
-    print(f"  lower bound (liveness): {_b(report['lower_bound_bytes'])}")
-    print(
-        f"  offset plan:            {_b(report['plan_bytes'])} ({report['plan_strategy']}, checked)"
-    )
+    print(f"  floor (lower bound):    {_b(report['lower_bound_bytes'])}")
+    print(f"  expected (offset plan): {_b(report['expected_bytes'])} (aligned, checked)")
     print(f"  naive (no reuse):       {_b(report['naive_bytes'])}")
-    print(f"  peak at {report['peak_node']}: {', '.join(report['peak_tensors'])}")
+    if report["streamed_tensors"]:
+        print(f"  streamed, never stored: {len(report['streamed_tensors'])} tensor(s)")
+    if report["overlaid"]:
+        print(f"  overlaid on their input: {len(report['overlaid'])} output(s)")
+    peak = ", ".join(f"{p['name']} {_b(p['bytes'])}" for p in report["peak"])
+    print(f"  peak at {report['peak_node']}: {peak}")
     if report["unresolved_tensors"]:
         names = ", ".join(report["unresolved_tensors"][:10])
         print(
@@ -168,19 +232,22 @@ def _oracle(args: argparse.Namespace) -> int:
             if pool["buffers"]:
                 where = "external" if pool["external"] else "internal"
                 print(
-                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness bound "
-                    f"{_b(pool['bound_bytes'])}, {pool['buffers']} buffers"
+                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness "
+                    f"{_b(pool['liveness_bytes'])}, address union {_b(pool['union_bytes'])}, "
+                    f"{pool['buffers']} buffers"
                 )
-        print(f"  tool's liveness bound over its buffers: {_b(explained['tool_bound_bytes'])}")
+        print(f"  liveness of the tool's own buffers: {_b(explained['tool_bound_bytes'])}")
         print(f"  reported activations {_b(explained['reported_bytes'])} =")
         for part in explained["parts"]:
             if part["bytes"] or part["kind"] in ("model", "tool_tensors"):
                 print(f"    {part['bytes']:+,} B  {part['kind']}: {part['words']}")
         print(f"  {explained['summary']}")
+        if report.get("activations_ratio") is not None:
+            print(f"  activations_ratio (reported / floor): {report['activations_ratio']:.3f}")
         if args.tensors:
             print("  tool buffers (pool @ offset, bytes, epochs):")
             for buf in explained["buffers"]:
-                kind = " scratch" if buf["scratch"] else (" float" if buf["float"] else "")
+                kind = "" if buf["kind"] == "core" else f" {buf['kind']}"
                 print(
                     f"    {buf['name']}: {buf['pool']} @ {buf['offset']}, {_b(buf['bytes'])}, "
                     f"epochs {buf['start']}-{buf['end']}{kind}"
@@ -271,6 +338,8 @@ def _dequantization(
 
 
 def _diverge(args: argparse.Namespace) -> int:
+    if args.c_info:
+        return _diverge_epochs(args)
     from pytest_stedge.oracle.divergence import diverge
 
     result = diverge(args.model, args.dump, min_cos=args.min_cos, max_l2r=args.max_l2r)
@@ -293,4 +362,37 @@ def _diverge(args: argparse.Namespace) -> int:
         print(f"first divergent node: {first['node']} ({first['op_type']}), cos {first['cos']:.6f}")
         return 1
     print(f"no node leaves the tolerance ({result['compared']} compared)")
+    return 0
+
+
+def _diverge_epochs(args: argparse.Namespace) -> int:
+    from pytest_stedge.oracle.epoch_compare import diverge_epochs
+
+    result = diverge_epochs(args.model, args.dump, args.c_info, oe_model=args.oe_model,
+                            q_json=args.q_json, min_cos=args.min_cos, max_l2r=args.max_l2r)
+    first = result["first_divergent"]
+    if args.json:
+        _dump(result)
+        return 1 if first else 0
+    print(f"reference: {result['reference']} on the dump's input; {result['naming']}")
+    for note in result["notes"]:
+        print(f"  {note}")
+    print(f"{'epoch':<11}{'kind':<8}{'buffer':<36}{'model tensor':<34}{'cos':>10}{'l2r':>10}")
+    for row in result["rows"]:
+        mark = "" if row["ok"] else "  <-- diverges"
+        print(f"{row['epoch'][:10]:<11}{str(row['kind'])[:7]:<8}{row['buffer'][:35]:<36}"
+              f"{str(row['tensor'])[:33]:<34}{row['cos']:>10.6f}{row['l2r']:>10.6f}{mark}")
+    if result["unmapped"]:
+        print(f"{len(result['unmapped'])} record tensor(s) not compared:")
+        for item in result["unmapped"][:20]:
+            print(f"  {item['record']} {item['tensor']}: {item['reason']}")
+        if len(result["unmapped"]) > 20:
+            print(f"  ... and {len(result['unmapped']) - 20} more (--json lists them all)")
+    if first:
+        nodes = ", ".join(first["model_nodes"]) or "none of the model's (front-end generated)"
+        print(f"first diverging epoch: {first['describe']}, cos {first['cos']:.6f}; "
+              f"model nodes: {nodes}; buffer {first['buffer']} = {first['tensor']}")
+        return 1
+    print(f"no epoch leaves the tolerance ({result['compared']} buffers compared over "
+          f"{result['records']} records)")
     return 0

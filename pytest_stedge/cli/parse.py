@@ -48,7 +48,7 @@ def _parse_command(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         result = parse_path(path)
-    except ReportParseError as exc:
+    except ReportParseError:
         inner = run_folders(path) if path.is_dir() else []
         if not inner:
             raise

@@ -50,6 +50,9 @@ class DivergenceRow:
     l2r: float | None = field(default=None, metadata=_h("relative L2 error to the reference; None when not defined"))
     rmse: float | None = field(default=None, metadata=_h("root mean square error to the reference"))
     ok: bool | None = field(default=None, metadata=_h("within the tolerance; None when not stated"))
+    epoch: str = field(default="", metadata=_h("N6: the c_info epoch that wrote the buffer, empty otherwise"))
+    kind: str = field(default="", metadata=_h("N6: the epoch's kind (HW, EC, SW, hybrid)"))
+    buffer: str = field(default="", metadata=_h("N6: the c_info buffer compared (untrusted text)"))
 
 
 @dataclass
@@ -67,6 +70,10 @@ class BoardView:
     first_diverging: str = field(default="", metadata=_h("first board node that diverges from the reference, empty when none"))
     cos: float | None = field(default=None, metadata=_h("cosine similarity at the first divergence"))
     l2r: float | None = field(default=None, metadata=_h("relative L2 error at the first divergence"))
+    first_kind: str = field(default="", metadata=_h("N6: kind of the first diverging epoch (HW, EC, SW, hybrid)"))
+    first_describe: str = field(default="", metadata=_h("N6: the first diverging epoch with its operators (untrusted text)"))
+    first_model_nodes: list[str] = field(default_factory=list, metadata=_h("N6: the model's nodes the first diverging epoch computes"))
+    per_epoch: bool = field(default=False, metadata=_h("the search mapped N6 epoch records through the c_info"))
     rows: list[DivergenceRow] = field(default_factory=list, metadata=_h("the divergence table up to the first divergent tensor"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("inline SVG bars of milliseconds per epoch block"))
 
@@ -108,6 +115,9 @@ def _row(raw: Mapping[str, Any]) -> DivergenceRow:
         l2r=_number(raw.get("l2r")),
         rmse=_number(raw.get("rmse")),
         ok=ok if isinstance(ok, bool) else None,
+        epoch=str(raw.get("epoch") or ""),
+        kind=str(raw.get("kind") or ""),
+        buffer=str(raw.get("buffer") or ""),
     )
 
 
@@ -153,6 +163,11 @@ def board_view(result: Mapping[str, Any], metrics: Mapping[str, float], *,
         first_diverging=str(div.get("first_diverging") or ""),
         cos=_number(div.get("cos")),
         l2r=_number(div.get("l2r")),
+        first_kind=str(div.get("kind") or ""),
+        first_describe=str(div.get("describe") or ""),
+        first_model_nodes=[str(n) for n in div.get("model_nodes") or []
+                           if isinstance(n, str)],
+        per_epoch=bool(div.get("per_epoch")),
         rows=[_row(r) for r in table if isinstance(r, dict)],
         charts=timing_charts(title, timings) if known else [],
     )

@@ -51,10 +51,16 @@ PALETTE: dict[str, str] = {
 
 EPOCH_KINDS = ("hw", "ec", "sw", "hybrid")
 EPOCH_LABELS = {"hw": "HW", "ec": "EC", "sw": "SW", "hybrid": "hybrid (??)"}
+# What the tool's own "??" means, said wherever hybrid epochs are shown.
+HYBRID_NOTE = (
+    "hybrid (??): epochs that stedgeai's epoch table marks '??', run partly on the NPU "
+    "and partly in software"
+)
+LOG_RATIO = 50.0  # a bar chart switches to a log axis when its largest value is this many
+# times its smallest positive one: one big case must not turn every other bar into a sliver
 
 _WIDTH = 760
 _FONT = 'font-family="system-ui,sans-serif" font-size="12"'
-_LABEL_CHARS = 30
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,9 @@ def fmt_num(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _short(label: str, chars: int = _LABEL_CHARS) -> str:
-    return label if len(label) <= chars else label[: chars - 1] + "…"
+def _text_width(text: str) -> float:
+    """Approximate width in pixels of ``text`` at the charts' 12 px font."""
+    return 6.8 * len(text) + 4
 
 
 def _legend(items: Sequence[tuple[str, str, bool]], y: float, x0: float = 10) -> list[str]:
@@ -130,10 +137,10 @@ def _axis_label(quantity: str, scale: Scale) -> str:
     return f"{quantity} ({scale.label})"
 
 
-def _svg(title: str, height: float, body: list[str], css_class: str) -> Markup:
+def _svg(title: str, height: float, body: list[str], css_class: str, width: float = _WIDTH) -> Markup:
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" role="img" '
-        f'viewBox="0 0 {_WIDTH} {height:.0f}" width="{_WIDTH}" height="{height:.0f}" {_FONT}>'
+        f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" {_FONT}>'
         f"<title>{escape(title)}</title>"
     )
     return Markup(head + "".join(body) + "</svg>")
@@ -171,20 +178,41 @@ def bar_chart(
     values = [v for s in series for v in s.values if v is not None and not math.isnan(v)]
     peak = max(values, default=0.0)
     scale = scale_for(unit, peak)
-    ticks = nice_ticks(peak / scale.factor)
-    ticks = [t * scale.factor for t in ticks]
-    left, right, top = 230.0, _WIDTH - 40.0, 40.0
+    positive = [v for v in values if v > 0]
+    log = bool(positive) and peak / min(positive) >= LOG_RATIO
+    if log:
+        low_exp = math.floor(math.log10(min(positive) / scale.factor))
+        high_exp = math.ceil(math.log10(peak / scale.factor))
+        ticks = [10.0**e * scale.factor for e in range(low_exp, max(high_exp, low_exp + 1) + 1)]
+    else:
+        ticks = [t * scale.factor for t in nice_ticks(peak / scale.factor)]
+    label_w = max((_text_width(c) for c in categories), default=60.0)
+    left = max(120.0, label_w + 12)
+    width = left + 560.0
+    right, top = width - 40.0, 40.0
     bar_h, gap = 9.0, 8.0
     row_h = bar_h * max(len(series), 1) + gap
     bottom = top + row_h * len(categories)
     body = _legend([(s.name, s.color, s.dashed) for s in series], 16)
-    body += _x_axis(left, right, top, bottom, ticks, scale)
-    span = ticks[-1] or 1.0
+
+    def xfrac(value: float) -> float:
+        if log:
+            lo, hi = math.log10(ticks[0]), math.log10(ticks[-1])
+            return (math.log10(max(value, ticks[0])) - lo) / ((hi - lo) or 1.0)
+        return value / (ticks[-1] or 1.0)
+
+    for tick in ticks:
+        x = left + (right - left) * xfrac(tick)
+        body.append(
+            f'<line x1="{x:.1f}" y1="{top:.0f}" x2="{x:.1f}" y2="{bottom:.0f}" stroke="#e3e3e3"/>'
+            f'<text x="{x:.1f}" y="{bottom + 14:.0f}" text-anchor="middle">'
+            f"{fmt_num(tick / scale.factor)}</text>"
+        )
     for row, category in enumerate(categories):
         y0 = top + row * row_h + gap / 2
         body.append(
             f'<text x="{left - 6:.0f}" y="{y0 + row_h / 2:.1f}" text-anchor="end">'
-            f"<title>{escape(category)}</title>{escape(_short(category))}</text>"
+            f"<title>{escape(category)}</title>{escape(category)}</text>"
         )
         for k, s in enumerate(series):
             value = s.values[row] if row < len(s.values) else None
@@ -195,18 +223,18 @@ def bar_chart(
                     f'fill="#777">{escape(s.name)}: not known</text>'
                 )
                 continue
-            width = max((right - left) * value / span, 0.5)
+            bar = max((right - left) * xfrac(value), 0.5) if value > 0 else 0.5
             tip = f"{category} · {s.name}: {fmt_num(value)} {unit}".rstrip()
             body.append(
-                f'<rect x="{left:.0f}" y="{y:.1f}" width="{width:.1f}" height="{bar_h - 1:.0f}" '
+                f'<rect x="{left:.0f}" y="{y:.1f}" width="{bar:.1f}" height="{bar_h - 1:.0f}" '
                 f'fill="{PALETTE[s.color]}"><title>{escape(tip)}</title></rect>'
             )
-    axis = _axis_label(quantity, scale)
+    axis = _axis_label(quantity, scale) + (" — log scale" if log else "")
     body.append(
         f'<text x="{(left + right) / 2:.0f}" y="{bottom + 32:.0f}" text-anchor="middle" '
         f'font-weight="bold">{escape(axis)}</text>'
     )
-    return _svg(title, bottom + 42, body, "bars")
+    return _svg(title, bottom + 42, body, "bars" + (" log" if log else ""), width=width)
 
 
 def stacked_chart(
@@ -229,7 +257,10 @@ def stacked_chart(
     peak = max(totals, default=0.0)
     scale = scale_for(unit, peak)
     ticks = [t * scale.factor for t in nice_ticks(peak / scale.factor)]
-    left, right, top = 150.0, _WIDTH - 30.0, 40.0
+    label_w = max((_text_width(label) for _g, label in rows), default=60.0)
+    left = max(90.0, label_w + 12)
+    width = max(_WIDTH, left + 560.0, max((_text_width(g) + 16 for g, _l in rows), default=0.0))
+    right, top = width - 30.0, 40.0
     bar_h, head_h = 12.0, 18.0
     body = _legend([(p.name, p.color, False) for p in parts], 16)
     # Each group (a case) gets a heading line, then one bar per label (a version).
@@ -250,13 +281,13 @@ def stacked_chart(
     for y, group in heads:
         body.append(
             f'<text x="8" y="{y + 13:.1f}" font-weight="bold"><title>{escape(group)}</title>'
-            f"{escape(_short(group, 90))}</text>"
+            f"{escape(group)}</text>"
         )
     for y, index in bars:
         group, label = rows[index]
         body.append(
             f'<text x="{left - 6:.0f}" y="{y + bar_h - 2:.1f}" text-anchor="end" '
-            f'fill="#555">{escape(_short(label, 20))}</text>'
+            f'fill="#555">{escape(label)}</text>'
         )
         x = left
         known = False
@@ -284,7 +315,11 @@ def stacked_chart(
         f'<text x="{(left + right) / 2:.0f}" y="{bottom + 32:.0f}" text-anchor="middle" '
         f'font-weight="bold">{escape(axis)}</text>'
     )
-    return _svg(title, bottom + 42, body, "stacked")
+    if any(p.color == "hybrid" for p in parts):
+        body.append(
+            f'<text x="8" y="{bottom + 50:.0f}" fill="#555">{escape(HYBRID_NOTE)}</text>'
+        )
+    return _svg(title, bottom + 58, body, "stacked", width=width)
 
 
 def line_chart(

@@ -100,6 +100,7 @@ class FindingView:
     run_id: int = field(default=0, metadata=_h("the run that stored it"))
     evidence: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(metric, value) pairs the signature read"))
     signature: str = field(default="", metadata=_h("the signature evaluated, empty when not stored"))
+    reproducer: bool = field(default=False, metadata=_h("the case reproduces this bug (its statuses decide), else a match elsewhere"))
 
 
 @dataclass
@@ -154,6 +155,7 @@ class RunPage:
     failing: list[ItemView] = field(default_factory=list, metadata=_h("failed and errored items"))
     findings: list[FindingView] = field(default_factory=list, metadata=_h("every finding of the run"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("inline SVG charts (activations vs bound, epochs)"))
+    bug_status: list[tuple[str, str, str, str, str]] = field(default_factory=list, metadata=_h("(bug, version, status, status text, deciding case) as the dashboard decides it"))
 
 
 def build_run_page(store: Store, run_id: int) -> RunPage:
@@ -199,7 +201,41 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
         failing=[i for i in items if i.outcome in FAILING],
         findings=all_findings,
         charts=_run_charts(items),
+        bug_status=_bug_status(all_findings, _reproducers(paths.values())),
     )
+
+
+def _reproducers(case_paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Each known bug's reproducers, from the registry of the run's corpus (if on disk)."""
+    from pytest_stedge.bugs.registry import load_registry
+    from pytest_stedge.corpus import find_corpus_root
+    from pytest_stedge.errors import StedgeError
+
+    for path in case_paths:
+        if path and Path(path).is_file():
+            try:
+                registry = load_registry(find_corpus_root(Path(path)) / "bugs")
+            except StedgeError:
+                return {}
+            return {bug.id: bug.reproducers for bug in registry}
+    return {}
+
+
+def _bug_status(
+    findings: Sequence[FindingView], reproducers: Mapping[str, Sequence[str]]
+) -> list[tuple[str, str, str, str, str]]:
+    """Per bug and version in this run: the status the dashboard shows for it."""
+    from .findings import by_bug_and_version, version_status
+
+    out = []
+    for (bug_id, version), mine in sorted(by_bug_and_version(findings).items()):
+        state = version_status(mine, reproducers.get(bug_id, ()))
+        decided = (
+            f"{state.deciding.case_name} ({state.deciding.stage})" if state.deciding
+            else f"no reproducer ran; matched on {state.elsewhere} other case(s)"
+        )
+        out.append((bug_id, version, state.status, state.text, decided))
+    return out
 
 
 def _load_case_file(case_path: str) -> tuple[dict[str, Case], str]:
@@ -235,6 +271,7 @@ def _finding_view(row: Mapping[str, Any]) -> FindingView:
         run_id=int(row.get("run_id") or 0),
         evidence=pairs,
         signature=str(evidence.get("signature") or "") if isinstance(evidence, dict) else "",
+        reproducer=bool(evidence.get("reproducer")) if isinstance(evidence, dict) else False,
     )
 
 
@@ -263,6 +300,8 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
             continue  # shown in the item's board timings, in execution order
         spec = METRICS.get(name)
         status = "" if name not in expected else ("missed" if name in missed else "met")
+        if status and item["outcome"] == "skipped":
+            status = "not run"  # a skipped item measured nothing: it missed nothing
         lines.append(
             MetricLine(
                 metric=name,

@@ -52,7 +52,10 @@ def environment() -> Environment:
 
     script = env.get_template("_sort.js.j2").render()
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    env.globals.update(palette=PALETTE, sort_script=Markup(script), script_hash=f"sha256-{digest}")
+    from .charts import HYBRID_NOTE
+
+    env.globals.update(palette=PALETTE, sort_script=Markup(script), script_hash=f"sha256-{digest}",
+                       hybrid_note=HYBRID_NOTE)
     # The stylesheet is the same on every page: render it once.
     env.globals["stylesheet"] = Markup(env.get_template("_style.html.j2").render())
     return env
@@ -134,7 +137,12 @@ def kind_class(kind: str) -> str:
 
 def kind_rank(kind: str) -> int:
     """Severity of a change kind (0 = regressed), so kind columns sort by severity."""
+    return _kind_ranks().get(kind, len(_kind_ranks()))
+
+
+@lru_cache(maxsize=1)
+def _kind_ranks() -> dict[str, int]:
+    """The kinds' ranks, built once (kind_rank runs on every row of a diff page)."""
     from pytest_stedge.diff import KIND_ORDER
 
-    order = [k.value for k in KIND_ORDER]
-    return order.index(kind) if kind in order else len(order)
+    return {k.value: i for i, k in enumerate(KIND_ORDER)}

@@ -12,6 +12,8 @@ def fmt_number(metric: str, value: float | None) -> str:
     """A metric value for a table: thousands separators for whole numbers."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
     return f"{value:.6g}"

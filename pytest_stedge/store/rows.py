@@ -26,6 +26,7 @@ class ItemRow:
     case: dict[str, Any] | None = None  # the cases row (case_path, model_path, target, ...)
     findings: list[dict[str, Any]] = field(default_factory=list)  # {bug_id, status, evidence}
     changes: list[dict[str, Any]] = field(default_factory=list)  # against the baseline (not stored)
+    baseline_version: str | None = None  # the version those changes are against (not stored)
     update: dict[str, Any] | None = None  # what --stedge-update should write (not stored)
 
     def to_dict(self) -> dict[str, Any]:

@@ -105,6 +105,11 @@ class BoardSimulator:
     :param header_bytes: 2 (ST Edge AI Core >= 2.2, default) or 1 (<= 2.1).
     :param baud: throttle sent bytes to ``baud / 10`` per second; ``None`` = full speed.
     :param faults: faults to inject; may be replaced between connections.
+    :param c_info: N6 mode: report one record per epoch of this ``network_c_info.json``,
+        its buffers named, laid out and quantized as it says (:mod:`.n6`); ``model`` is
+        then the ONNX model whose names the c_info uses (the tool's ``*_OE_*.onnx``).
+    :param upload: N6 mode: send intermediate data (False: descriptors only, as the stock
+        firmware does).
     :param banner: print a boot banner first (default: on a pseudo-terminal, where the
         board boots once, but not per TCP connection: ST's socket client does not drain).
     """
@@ -112,8 +117,14 @@ class BoardSimulator:
     def __init__(self, model: str | Path, *, name: str = "network", header_bytes: int = 2,
                  baud: int | None = None, faults: Faults | None = None,
                  version: int | None = None, com_param: int = 0,
-                 banner: bool | None = None) -> None:
-        self.model = SimModel(Path(model))
+                 banner: bool | None = None, c_info: str | Path | None = None,
+                 upload: bool = True) -> None:
+        if c_info is not None:  # N6 mode: per-layer records per epoch, as the c_info says
+            from .n6 import N6SimModel
+
+            self.model: SimModel = N6SimModel(Path(model), Path(c_info), upload=upload)
+        else:
+            self.model = SimModel(Path(model))
         self.name = name
         self.header_bytes = header_bytes
         self.rate = baud / 10 if baud else None
@@ -205,7 +216,7 @@ class BoardSimulator:
 
     # --- protocol engine -------------------------------------------------------------
     def _serve(self, stream: _Stream, close: Callable[[], None]) -> None:
-        session = Session(self, stream)
+        session = getattr(self.model, "session_class", Session)(self, stream)
         try:
             while True:
                 try:
@@ -260,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="packet header width: 2 = ST Edge AI Core >= 2.2 (default), 1 = <= 2.1")
     p.add_argument("--version", default=None, help="msg version to report, e.g. 3.1")
     p.add_argument("--banner", action="store_true", help="print a boot banner per connection")
+    p.add_argument("--c-info", type=Path, metavar="JSON",
+                   help="N6 mode: one record per epoch of this network_c_info.json (MODEL is "
+                        "then the tool's *_OE_*.onnx); NODE faults take epoch names")
+    p.add_argument("--no-upload", action="store_true",
+                   help="N6 mode: descriptors without data, like the stock firmware")
     faults_group = p.add_argument_group("faults (NODE: ONNX node name, output name or index)")
     faults_group.add_argument("--wrong-from-node", metavar="NODE",
                               help="wrong values from this node on")
@@ -281,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sim = BoardSimulator(args.model, name=args.name, header_bytes=args.header_bytes,
                              baud=args.baud, faults=faults, version=version,
-                             banner=True if args.banner else None)
+                             banner=True if args.banner else None, c_info=args.c_info,
+                             upload=not args.no_upload)
         if args.pty:
             url = sim.start_pty()
         else:

@@ -1,0 +1,318 @@
+"""Write the record-only cases of corpus/real/ from the public runs in ../shared/real-cases.
+
+    python corpus/real/record.py [--shared ../shared] [--check]
+
+For every case of ``runs.py`` it writes ``<case>/case.toml`` (the model named by hash and
+public source: no model file is copied, their licences are unknown) and
+``<case>/recordings.json``: each run's normalised Result as pytest-stedge's own parsers
+read it (figures, epochs, pools, operator names, versions; the tool's prose is left out),
+with the provenance of every file it was read from (repository, commit, path, size, md5,
+taken from SOURCE.txt and checked against the file). Deterministic: the same ../shared
+gives the same bytes; ``--check`` rewrites nothing and exits 1 when a file would change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+from runs import CASES, RealCase, Run
+
+from pytest_stedge.cli.ingest import stage_of
+from pytest_stedge.parsers import parse_file
+from pytest_stedge.parsers.folder import merge
+from pytest_stedge.recordings import SCHEMA, options_hash
+
+# Options that name files, folders, the C name, the board's port or the log's verbosity:
+# they do not change what the tool compiles, so two runs differing only there compare.
+_DROP_WITH_VALUE = {
+    "-m", "--model", "-w", "--workspace", "-o", "--output", "-n", "--name", "-d", "--desc",
+    "--val-json", "-v", "--verbosity", "-vi", "--valinput", "-vo", "--valoutput",
+    "-b", "--batch-size", "--address", "--type", "-t",
+}
+_DROP_FLAGS = {"--no-check", "--ihex"}
+_WITH_VALUE = {"--target", "--st-neural-art", "--mode", "--c-api", "--optimize.export_hybrid",
+               "-O", "--optimization", "--compression", "-c", "--memory-pool", "--hsp",
+               "--input-data-type", "--output-data-type"}
+
+
+@dataclass
+class SourceFile:
+    """One file entry of a SOURCE.txt."""
+
+    repository: str
+    path: str
+    commit: str
+    size: int
+    md5: str
+    command: str = ""
+    tool: str = ""
+
+
+def read_source_txt(folder: Path) -> dict[str, SourceFile]:
+    """The Files section of ``folder/SOURCE.txt``, by path relative to the folder."""
+    entries: dict[str, SourceFile] = {}
+    current: str | None = None
+    fields: dict[str, str] = {}
+
+    def close() -> None:
+        if current and {"repo", "path", "commit", "size"} <= set(fields):
+            size, md5 = re.match(r"(\d+) bytes; md5: ([0-9a-f]{32})", fields["size"]).groups()  # type: ignore[union-attr]
+            entries[current] = SourceFile(
+                fields["repo"], fields["path"], fields["commit"], int(size), md5,
+                fields.get("command stated", ""), fields.get("tool version stated", ""),
+            )
+
+    text = (folder / "SOURCE.txt").read_text(encoding="utf-8")
+    for line in text.split("Files\n-----\n", 1)[1].splitlines():
+        if line and not line.startswith(" "):
+            close()
+            current, fields = line.strip(), {}
+        elif line.startswith("  ") and ":" in line:
+            key, value = line.strip().split(":", 1)
+            fields.setdefault(key, value.strip())
+    close()
+    return entries
+
+
+def normalise_options(command: str) -> tuple[str, list[str]]:
+    """(target, options) of a stated command line, without paths, names and ports."""
+    words = command.split()[1:]  # the first word is the command (generate, validate ...)
+    target, kept = "", []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        value = words[i + 1] if i + 1 < len(words) else ""
+        if word in _DROP_WITH_VALUE:
+            i += 2
+            continue
+        if word in _DROP_FLAGS:
+            i += 1
+            continue
+        if word == "--target":
+            target = value
+            i += 2
+            continue
+        if word in _WITH_VALUE:
+            if word == "--st-neural-art":
+                value = value.split("@", 1)[0]  # the profile's name; its file is not public
+            if word == "--memory-pool":
+                value = value.rsplit("/", 1)[-1]
+            kept += [word, value]
+            i += 2
+            continue
+        kept.append(word)
+        i += 1
+    return target, kept
+
+
+def md5_of(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def blob_url(entry: SourceFile) -> str:
+    return f"{entry.repository}/blob/{entry.commit}/{quote(entry.path)}"
+
+
+def normalised_result(result: dict[str, Any], stage: str) -> dict[str, Any]:
+    """The Result as data: the tool's messages (prose) and local file paths left out."""
+    out = {k: v for k, v in result.items() if k not in ("sources", "diagnostics")}
+    out["stage"] = stage
+    diagnostics = [
+        {"level": d.get("level"), "code": d.get("code"), "kind": d.get("kind")}
+        for d in result.get("diagnostics") or []
+        if isinstance(d, dict) and d.get("kind") != "IgnoredFile"
+    ]
+    if diagnostics:
+        out["diagnostics"] = diagnostics
+    validation = out.get("validation")
+    if isinstance(validation, dict):
+        out["validation"] = {k: v for k, v in validation.items() if k != "rows"}
+    return out
+
+
+def record_run(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str, SourceFile]]
+               ) -> dict[str, Any]:
+    """One run: parsed from its files, with provenance; refuses a file SOURCE.txt does not
+    describe or whose md5 differs from it."""
+    parsed = []
+    provenance_files = []
+    for rel in run.files:
+        path = real / rel
+        folder, inner = rel.split("/", 1)
+        entry = sources[folder].get(inner)
+        if entry is None:
+            raise SystemExit(f"{rel}: not listed in {folder}/SOURCE.txt")
+        actual = md5_of(path)
+        if actual != entry.md5:
+            raise SystemExit(f"{rel}: md5 {actual} differs from SOURCE.txt's {entry.md5}")
+        parsed.append(parse_file(path))
+        provenance_files.append({
+            "repository": entry.repository, "commit": entry.commit, "path": entry.path,
+            "size": entry.size, "md5": entry.md5, "url": blob_url(entry),
+        })
+    ordered = sorted(range(len(parsed)), key=lambda i: not run.files[i].endswith(".json"))
+    result = merge([parsed[i] for i in ordered])
+    stage = run.stage or stage_of(result)
+    primary = sources[run.files[0].split("/", 1)[0]][run.files[0].split("/", 1)[1]]
+    target, options = normalise_options(primary.command)
+    target = target or case.target
+    model_hash = str((result.get("model") or {}).get("hash") or "").lower().removeprefix("0x")
+    identity = _model_sha256(real / case.shared, model_hash)
+    repositories = sorted({f["repository"] for f in provenance_files})
+    return {
+        "case": case.name if run.variant is None else f"{case.name}/{run.variant}",
+        "stage": stage,
+        "version": run.version,
+        "model_sha256": identity or f"md5:{model_hash}",
+        "options": options,
+        "options_hash": options_hash(target, options),
+        "provenance": {
+            "repository": repositories[0] if len(repositories) == 1 else repositories,
+            "flow": run.flow,
+            "tool": primary.tool,
+            "command": primary.command.split()[0] if primary.command else "",
+            "model_hash": model_hash,
+            "files": provenance_files,
+        },
+        "result": normalised_result(result, stage),
+    }
+
+
+def model_table(case: RealCase, real: Path, sources: dict[str, dict[str, SourceFile]]) -> dict[str, Any]:
+    """The ``model = { ... }`` table of a case: hashes and the public URL, never the file."""
+    if case.model is None:
+        assert case.model_md5 and case.model_file and case.model_source
+        return {"file": case.model_file, "md5": case.model_md5, "source": case.model_source,
+                "licence": "unknown"}
+    path = real / case.model
+    folder, inner = case.model.split("/", 1)
+    entry = sources[folder][inner]
+    data = path.read_bytes()
+    if hashlib.md5(data).hexdigest() != entry.md5:
+        raise SystemExit(f"{case.model}: md5 differs from SOURCE.txt")
+    return {
+        "file": path.name,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "md5": entry.md5,
+        "size": len(data),
+        "source": blob_url(entry),
+        "licence": "unknown",
+    }
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:_}" if value >= 10_000 else str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(value)
+
+
+def case_toml(case: RealCase, model: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """The case file: what the case is, its model by hash and source, its stages."""
+    lines = [
+        "# Written by corpus/real/record.py from ../shared/real-cases/"
+        f"{case.shared} (SOURCE.txt); rerun it instead of editing.",
+        f"# Why it is here: {case.why}.",
+        "# Record-only: the model is public but its licence is unknown, so the corpus names it",
+        "# by hash and source; pass --stedge-models DIR to run the oracle on your copy.",
+        f"description = {_toml_value(case.description)}",
+        f"target = {_toml_value(case.target)}",
+        f"markers = {_toml_value(list(case.markers))}",
+        "model = " + _toml_value(model),
+    ]
+    if case.baseline:
+        lines += ["", "[baseline]  # bands against the previous recorded version"]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in sorted(case.baseline.items())]
+    variants = sorted({r["case"].split("/", 1)[1] for r in runs if "/" in r["case"]})
+    if not variants:
+        lines.append(f"stages = {_toml_value(sorted({r['stage'] for r in runs}))}")
+    for variant in variants:
+        mine = [r for r in runs if r["case"] == f"{case.name}/{variant}"]
+        lines += [
+            "",
+            f"[variants.{variant}]",
+            f"description = {_toml_value(case.description + ': ' + case.variants[variant])}",
+            f"stages = {_toml_value(sorted({r['stage'] for r in mine}))}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def build(shared: Path) -> dict[Path, str]:
+    """Every file to write, relative to corpus/real/, with its text."""
+    real = shared / "real-cases"
+    folders = {c.shared for c in CASES}
+    sources = {f: read_source_txt(real / f) for f in sorted(folders)}
+    out: dict[Path, str] = {}
+    for case in CASES:
+        model = model_table(case, real, sources)
+        runs = []
+        for run in case.runs:
+            runs.append(record_run(case, run, real, sources))
+        runs.sort(key=lambda r: (r["case"], r["stage"], r["version"]))
+        keys = [(r["case"], r["stage"], r["version"]) for r in runs]
+        if len(set(keys)) != len(keys):
+            raise SystemExit(f"{case.name}: two runs of the same case, stage and version")
+        out[Path(case.name) / "case.toml"] = case_toml(case, model, runs)
+        document = {"schema": SCHEMA, "written_by": "corpus/real/record.py", "runs": runs}
+        out[Path(case.name) / "recordings.json"] = json.dumps(document, indent=1, sort_keys=True) + "\n"
+    return out
+
+
+def _model_sha256(folder: Path, md5: str) -> str | None:
+    """sha256 of the model file whose md5 the run's outputs state, when ../shared has it
+    (the tool prints the md5 of its input; the store speaks sha256)."""
+    for candidate in sorted(folder.rglob("*")):
+        if candidate.suffix in (".onnx", ".tflite") and "_OE_" not in candidate.name:
+            data = candidate.read_bytes()
+            if md5 and hashlib.md5(data).hexdigest() == md5:
+                return hashlib.sha256(data).hexdigest()
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", default=str(HERE.parents[2] / "shared"),
+                        help="The shared folder holding real-cases/ (default: ../shared)")
+    parser.add_argument("--check", action="store_true",
+                        help="Write nothing; exit 1 when a committed file differs")
+    args = parser.parse_args(argv)
+    shared = Path(args.shared)
+    if not (shared / "real-cases").is_dir():
+        print(f"record.py: error: no real-cases folder in {shared}", file=sys.stderr)
+        return 2
+    files = build(shared)
+    stale = [p for p, text in files.items()
+             if not (HERE / p).is_file() or (HERE / p).read_text(encoding="utf-8") != text]
+    if args.check:
+        for path in stale:
+            print(f"differs: corpus/real/{path}")
+        print(f"{len(files) - len(stale)} of {len(files)} files up to date")
+        return 1 if stale else 0
+    for path in stale:
+        (HERE / path).parent.mkdir(parents=True, exist_ok=True)
+        (HERE / path).write_text(files[path], encoding="utf-8")
+        print(f"wrote corpus/real/{path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

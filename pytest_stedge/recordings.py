@@ -1,0 +1,112 @@
+"""Recorded runs shipped with the corpus: ``<case folder>/recordings.json``.
+
+Each run is a normalised Result of one (case, stage, toolchain version) that the real
+tool produced somewhere public, with its provenance (repository, commit, path and md5 of
+every source file). They are data, written by ``corpus/real/record.py`` from the files
+in ``../shared``; here they are read, checked and handed to the session's toolchains
+beside the store's own recordings (``stedge ingest``), so that ``pytest corpus`` on a
+machine without any install replays them, version after version.
+
+A run's identity for comparisons is its own: ``model_sha256`` (the model's sha256, or
+``md5:<hex>`` when only the tool's model_hash is known) and ``options_hash`` (the
+options its command line stated), so two runs compare only when they compiled the same
+model with the same options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import CaseError
+
+RECORDINGS_FILE = "recordings.json"
+SCHEMA = "stedge.recordings/1"
+RUN_KEYS = ("case", "stage", "version", "model_sha256", "options", "options_hash", "result",
+            "provenance")
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
+
+
+def options_hash(target: str, options: Sequence[str]) -> str:
+    """Hash of what a recorded run's command line stated (target and normalised options)."""
+    blob = json.dumps({"target": target, "options": list(options)}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def load_recordings(path: Path) -> list[dict[str, Any]]:
+    """The runs of one ``recordings.json``, as the toolchains hold recordings.
+
+    :raises CaseError: naming the file and the key, for a malformed file.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CaseError(path, None, f"not a readable JSON file: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise CaseError(path, "schema", f"expected {SCHEMA!r}")
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        raise CaseError(path, "runs", "expected a list of recorded runs")
+    out = []
+    for index, run in enumerate(runs):
+        key = f"runs[{index}]"
+        if not isinstance(run, dict):
+            raise CaseError(path, key, "expected a table")
+        missing = [k for k in RUN_KEYS if k not in run]
+        if missing:
+            raise CaseError(path, f"{key}.{missing[0]}", f"missing; a run needs {', '.join(RUN_KEYS)}")
+        for name in ("case", "stage", "version", "model_sha256", "options_hash"):
+            if not isinstance(run[name], str) or not run[name]:
+                raise CaseError(path, f"{key}.{name}", "expected a non-empty string")
+        if not isinstance(run["result"], dict) or not isinstance(run["provenance"], dict):
+            raise CaseError(path, f"{key}.result", "expected the Result and provenance tables")
+        out.append(
+            {
+                "version": run["version"],
+                "case_name": run["case"],
+                "stage": run["stage"],
+                "model_sha256": run["model_sha256"],
+                "options_hash": run["options_hash"],
+                "source": f"{path}#{key}",
+                "result": run["result"],
+                "provenance": run["provenance"],
+                "corpus": True,
+            }
+        )
+    return out
+
+
+def find_recordings(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Every corpus recording under ``paths`` (case files or folders), in a stable order.
+
+    :raises CaseError: for a malformed file.
+    """
+    files: set[Path] = set()
+    for path in paths:
+        if path.name == "case.toml":
+            candidate = path.parent / RECORDINGS_FILE
+            if candidate.is_file():
+                files.add(candidate.resolve())
+        elif path.is_dir():
+            for root, dirs, names in os.walk(path):
+                dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+                if RECORDINGS_FILE in names and "case.toml" in names:
+                    files.add((Path(root) / RECORDINGS_FILE).resolve())
+    runs: list[dict[str, Any]] = []
+    for file in sorted(files):
+        runs += load_recordings(file)
+    return runs
+
+
+def release_key(version: str) -> tuple[Any, ...]:
+    """Sort key of toolchain versions in release order (``2.2.0`` before ``10.0``)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(version), "")
+    except InvalidVersion:
+        return (1, Version("0"), version)
