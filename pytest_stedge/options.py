@@ -134,6 +134,19 @@ def add_ini(addini: AddOption) -> None:
     addini("stedge_models", "Folders holding the models of record-only cases", type="paths",
            default=[])
     addini(
+        "stedge_keep_runs",
+        "Work folders of this many newest runs are kept ('all': never remove); default 10",
+        type="string",
+        default="10",
+    )
+    addini(
+        "stedge_keep_failed_runs",
+        "A run with a failed item keeps its work folder while among this many newest runs "
+        "('all': for ever); default 50",
+        type="string",
+        default="50",
+    )
+    addini(
         "stedge_baseline_band",
         "Default band against the baseline version ('+3%', '+1024', '0')",
         type="string",

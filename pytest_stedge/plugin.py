@@ -24,6 +24,7 @@ from .options import (
 )
 
 _stedge_run_key = pytest.StashKey[bool]()
+_pruned_key = pytest.StashKey[Any]()
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
 
 
@@ -82,6 +83,44 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from .state import get_state
 
         get_state(config)  # discovery, store and version checks fail here, before any run
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controller marks its run's work folder with the outcome and prunes old ones
+    (ini stedge_keep_runs, stedge_keep_failed_runs; see :mod:`.retention`)."""
+    config = session.config
+    if not config.stash.get(_stedge_run_key, False) or hasattr(config, "workerinput"):
+        return
+    from .state import state_key
+
+    state = config.stash.get(state_key, None)
+    if state is None or not state.ready or config.option.collectonly:
+        return
+    from . import retention
+
+    status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), "error")
+    try:
+        retention.mark_run(state.work.run_dir(), status, session.testsfailed)
+        keep = retention.parse_keep(config.getini("stedge_keep_runs"), "ini stedge_keep_runs")
+        keep_failed = retention.parse_keep(
+            config.getini("stedge_keep_failed_runs"), "ini stedge_keep_failed_runs"
+        )
+        config.stash[_pruned_key] = retention.prune(state.work.root, keep, keep_failed)
+    except (OSError, ValueError) as exc:  # the results are stored; only the cleaning failed
+        config.stash[_pruned_key] = str(exc)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    pruned = config.stash.get(_pruned_key, None)
+    if isinstance(pruned, str):
+        terminalreporter.write_line(f"work folder not cleaned: {pruned}", yellow=True)
+    elif pruned:
+        size = sum(run.size_bytes for run in pruned) / 1e6
+        terminalreporter.write_line(
+            f"work folder: removed {len(pruned)} old run folder(s), {size:.1f} MB "
+            "(ini stedge_keep_runs, stedge_keep_failed_runs; `stedge clean` on demand)"
+        )
 
 
 def _setup_controller(config: pytest.Config, state: Any) -> None:

@@ -87,6 +87,7 @@ def test_top_level_holds_only_the_pytest_flow() -> None:
         "corpus", "toolchain", "runner", "result", "expect", "gate", "diff", "update", "errors",
         # a case's model by hash (record-only cases) and the corpus's recorded runs
         "record_only", "recordings",
+        "retention",  # how long each run's work folder is kept
     }, f"modules outside a wing: {sorted(top)}"
 
 

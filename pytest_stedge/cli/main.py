@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "pytest_stedge.cli.oracle",
     "pytest_stedge.cli.boards",
     "pytest_stedge.cli.corpus",
+    "pytest_stedge.cli.clean",
 )
 
 Handler = Callable[[argparse.Namespace], int]
