@@ -162,7 +162,8 @@ def add_board_options(addoption: AddOption, addini: AddOption) -> None:
         metavar="SPEC",
         action="append",
         default=[],
-        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD or auto (repeatable)",
+        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD, auto, or "
+        "socket://HOST:PORT (the simulator, a TCP relay) (repeatable)",
     )
     addoption(
         "--stedge-per-layer",
