@@ -128,7 +128,8 @@ class Toolchains:
         return {
             "installs": [i.to_dict() for i in self.discovery.installs],
             "searched": self.discovery.searched,
-            "recordings": list(self.recordings.values()),
+            # plain data for execnet: a stored recording carries its datetime
+            "recordings": json.loads(json.dumps(list(self.recordings.values()), default=str)),
             "corpus": list(self.corpus.values()),
             "versions": self.versions,
         }
