@@ -22,7 +22,7 @@ WORKFLOWS = PROJECT / ".github" / "workflows"
 
 def _quick_start() -> list[str]:
     """The lines of the README's first code block."""
-    block = re.search(r"^```\n(.*?)^```", README, re.M | re.S)
+    block = re.search(r"^```\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
     assert block, "the README opens with a code block"
     return block.group(1).splitlines()
 
@@ -56,10 +56,10 @@ def test_workflows_that_run_the_main_job_run_it_as_written() -> None:
     main_job = _quick_start()[0]
     for workflow in sorted(WORKFLOWS.glob("*.yml")):
         text = workflow.read_text(encoding="utf-8")
-        runs = re.findall(r"^\s*run: (.*pytest corpus.*)$", text, re.M)
+        runs = re.findall(r"^\s*run: (.*pytest corpus.*)$", text, re.MULTILINE)
         assert all(run == main_job for run in runs), f"{workflow.name}: {runs}"
         if "stedge " in text:  # a later step is a new shell: it activates the environment
-            later = re.findall(r"^\s*run: (.*\bstedge .*)$", text, re.M)
+            later = re.findall(r"^\s*run: (.*\bstedge .*)$", text, re.MULTILINE)
             assert all(run.startswith(". .venv/bin/activate && ") for run in later), later
 
 
@@ -110,7 +110,7 @@ def test_documented_stedge_commands_and_options_exist() -> None:
     commands = _commands()
     documented = set(re.findall(r"\bstedge ([a-z][a-z-]+)", README))
     assert set(commands) - documented == set(), "a command the README does not document"
-    for line in re.findall(r"^stedge .*$", README, re.M):
+    for line in re.findall(r"^stedge .*$", README, re.MULTILINE):
         words = line.split("#")[0].split()
         if words[1].startswith("--"):
             assert words[1] in ("--version",)
