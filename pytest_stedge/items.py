@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .corpus import Case, load_cases
+from .corpus import Case, PathCache, check_model_pin, load_cases
 from .errors import CaseError, OracleError, ToolchainError
 from .gate import (
     Baseline,
@@ -33,36 +33,72 @@ class StedgeCheckFailure(Exception):
         self.summary = summary
 
 
-class CaseFile(pytest.File):
-    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases."""
+_paths_key = pytest.StashKey[PathCache]()
+_markers_key = pytest.StashKey[dict[str, pytest.MarkDecorator]]()
 
-    def collect(self) -> Iterator[pytest.Item]:
-        state = get_state(self.config)
+
+class CaseFile(pytest.File):
+    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases.
+
+    ``hooks_from``: the folder whose conftests apply to it, when its own folder (plain:
+    no Python in it) was not collected as a node of its own (see :mod:`.folders`).
+    """
+
+    def __init__(self, *, hooks_from: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hooks_from = hooks_from
+
+    @property
+    def ihook(self) -> Any:
+        return self.session.gethookproxy(self.hooks_from or self.path)
+
+    def collect(self) -> list[StedgeItem]:
         try:
-            cases = load_cases(self.path)
-            for case in cases:
-                state.bugs.check(case)
+            return case_items(self, self.path, str(self.nodeid))
         except CaseError as exc:
             raise self.CollectError(visible(str(exc), keep_newlines=True)) from None
-        variants = len(cases) > 1 or cases[0].variant is not None
-        items: list[tuple[str, Case, str, str | None]] = []
-        for case in cases:
-            prefix = case.variant if variants else None
-            if case.oracle:
-                items.append((f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None))
-            for stage in case.stages:
-                for version in state.case_versions(case, stage):
-                    param = f"{prefix}-{version}" if prefix else version
-                    items.append((f"{stage}[{param}]", case, stage, version))
-        try:
-            state.claim(self.path, [c.name for c in cases], [_child_id(self, n) for n, *_ in items])
-        except CaseError as exc:
-            raise self.CollectError(str(exc)) from None
-        for name, item_case, item_stage, item_version in items:
-            yield StedgeItem.from_parent(
-                self, name=name, nodeid=_child_id(self, name), case=item_case,
-                stage=item_stage, version=item_version,
-            )
+
+
+def path_cache(config: pytest.Config) -> PathCache:
+    """The session's cache of resolved corpus paths."""
+    return config.stash.setdefault(_paths_key, PathCache())
+
+
+def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[StedgeItem]:
+    """The items of one case file (node ids ``<file_id>::<stage>[<param>]``), children of
+    ``parent``: its :class:`CaseFile`, or the corpus folder above (see :mod:`.folders`).
+
+    :raises CaseError: the case file is malformed, names an unknown bug, its model is not
+        the file its ``sha256`` pins, or a case name or test id is another file's.
+    """
+    config = parent.config
+    state = get_state(config)
+    cases = load_cases(path, cache=path_cache(config))
+    for case in cases:
+        state.bugs.check(case)
+        if case.sha256 is not None and case.model.is_file():
+            check_model_pin(case, state.models.sha256(case))
+    variants = len(cases) > 1 or cases[0].variant is not None
+    planned: list[tuple[str, Case, str, str | None]] = []
+    for case in cases:
+        prefix = case.variant if variants else None
+        if case.oracle:
+            planned.append((f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None))
+        for stage in case.stages:
+            for version in state.case_versions(case, stage):
+                param = f"{prefix}-{version}" if prefix else version
+                planned.append((f"{stage}[{param}]", case, stage, version))
+    # The ids as strings, so pytest parses "stage[version]" as name and params the way it
+    # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket in
+    # the name and never match a last-failed id again.
+    state.claim(path, [c.name for c in cases], [f"{file_id}::{name}" for name, *_ in planned])
+    return [
+        StedgeItem.from_parent(
+            parent, name=name, nodeid=f"{file_id}::{name}", path=path, case=case,
+            stage=stage, version=version,
+        )
+        for name, case, stage, version in planned
+    ]
 
 
 class StedgeItem(pytest.Item):
@@ -76,10 +112,21 @@ class StedgeItem(pytest.Item):
         self.stage = stage
         self.version = version
         self._row: ItemRow | None = None
-        self.add_marker("stedge")
-        for marker in case.markers:
-            self.config.addinivalue_line("markers", f"{marker}: corpus marker")
-            self.add_marker(marker)
+        if not isinstance(self.parent, CaseFile):  # -k matches the case's folder as before
+            self.extra_keyword_matches.update((self.path.parent.name, self.path.name))
+        marks = self.config.stash.setdefault(_markers_key, {})
+        for name in ("stedge", *case.markers):
+            mark = marks.get(name)
+            if mark is None:  # once per session: --strict-markers knows it, one decorator
+                if name != "stedge":
+                    self.config.addinivalue_line("markers", f"{name}: corpus marker")
+                mark = marks[name] = getattr(pytest.mark, name)
+            self.add_marker(mark)
+
+    @property
+    def ihook(self) -> Any:
+        assert self.parent is not None
+        return self.parent.ihook  # the case file's conftests
 
     # -- running -----------------------------------------------------------------
 
@@ -252,6 +299,7 @@ class StedgeItem(pytest.Item):
         else:
             assert install is not None and case is not None
             workdir = state.work.item_dir(self.case, self.stage, self.version)
+            timeout, timeout_source = state.settings.timeout_and_source(self.case)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(
                     config=self.config,
@@ -259,13 +307,19 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     install=install,
                     workdir=workdir,
-                    timeout=state.settings.timeout(self.case),
+                    timeout=timeout,
                     board_desc=state.settings.board_desc(),
                 )
-            except ToolchainError as exc:
+            except ToolchainError as error:
                 from .parsers import extract_diagnostics
                 from .runner import stage_refusal
 
+                exc = error
+                if exc.timed_out is not None and exc.reason is None:  # say which limit
+                    exc = ToolchainError(
+                        exc.argv, timed_out=exc.timed_out, output_tail=exc.output_tail,
+                        reason=f"the limit set by {timeout_source}",
+                    )
                 if exc.returncode not in (None, 0) and stage_refusal(self.stage, exc.reason):
                     # the tool says the stage does not apply to this target (the refusals
                     # it documents, runner.STAGE_REFUSALS): a skip, not a regression
@@ -278,7 +332,7 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     diagnostics=diagnostics or [_diag("ToolchainError", exc.short())],
                 )
-                raise
+                raise exc from None
             result = stage_run.result
             row.tool_seconds = stage_run.tool.seconds
         self._attach_oracle(state, result)
@@ -331,11 +385,6 @@ def _recorded_errors(result: Result) -> list[str]:
     ]
 
 
-def _child_id(parent: pytest.Collector, name: str) -> str:
-    # The id as a string, so pytest parses "stage[version]" as name and params the way it
-    # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket
-    # in the name and never match a last-failed id again.
-    return f"{parent.nodeid}::{name}"
 
 
 def _command(stage: str) -> str:

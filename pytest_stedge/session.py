@@ -217,22 +217,10 @@ class StedgeController:
 
     def _apply_update(self, row: ItemRow) -> None:
         """--stedge-update: edit the case file here, on the one process that writes files."""
-        from .errors import StedgeError
-        from .update import update_case
+        from .update import session_tracker
 
         assert row.update is not None
-        spec = row.update
-        try:
-            lines = update_case(
-                Path(spec["path"]),
-                variant=spec["variant"],
-                stage=spec["stage"],
-                misses=spec["misses"],
-                baseline_deltas={k: tuple(v) for k, v in spec["baseline_deltas"].items()},
-            )
-        except StedgeError as exc:
-            lines = [f"not updated: {exc}"]
-        self.summary.updates += [f"{spec['path']}: {line}" for line in lines]
+        self.summary.updates += session_tracker(self.config).apply(row.nodeid, row.update)
 
     # -- end of session ----------------------------------------------------------------
 

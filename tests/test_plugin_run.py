@@ -215,7 +215,8 @@ def test_last_failed_and_exitfirst_select_items(
             "--stedge-version", "4.0.1"]
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=3, failed=1)
     again = pytester.runpytest_subprocess(*args, "--lf", "-v")
-    assert again.parseoutcomes() == {"failed": 1}
+    # only the failed item runs; the other cases' items are collected and deselected
+    assert again.parseoutcomes() == {"failed": 1, "deselected": 3}
     again.stdout.fnmatch_lines(["*corpus/bad/case.toml::generate[[]4.0.1] FAILED*"])
     first = pytester.runpytest_subprocess(*args, "-x")
     first.assert_outcomes(passed=1, failed=1)

@@ -62,6 +62,15 @@ def test_ingest_then_replay_without_the_install(
     assert replayed["metrics"]["weights_bytes"] == footprint["weights"]
     assert replayed["result"]["tool"]["version"] == "4.0.1"
 
+    # the normal use: two workers, each handed the recordings (a stored one carries a
+    # datetime, which execnet could not send: the session died with INTERNALERROR)
+    parallel = pytester.runpytest_subprocess(
+        str(corpus), "--stedge-version", "4.0.1", "--stedge-db", str(db), "-n", "2",
+        "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+    )
+    parallel.assert_outcomes(passed=3, skipped=1)
+    parallel.stdout.no_fnmatch_line("*INTERNALERROR*")
+
 
 def test_ingest_refuses_a_folder_without_tool_output_and_writes_nothing(
     make_corpus: CorpusFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
+from pathlib import Path
 from typing import Any
 
 _EPILOG = """examples:
@@ -37,15 +37,29 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=_parse_command)
 
 
+# Names of files stedgeai writes (and our runner's log of its console): what marks a run folder.
+_OUTPUT_SUFFIXES = ("c_info.json", "_report.txt", "_report.json", "_val_io.npz", "stedgeai.log")
+_SHOWN = 8
+
+
 def _parse_command(args: argparse.Namespace) -> int:
-    from pytest_stedge.errors import StedgeError
+    from pytest_stedge.errors import ReportParseError
     from pytest_stedge.parsers import parse_path
 
+    path = Path(args.path)
     try:
-        result = parse_path(args.path)
-    except StedgeError as exc:
-        print(f"stedge parse: {exc}", file=sys.stderr)
-        return 2
+        result = parse_path(path)
+    except ReportParseError:
+        inner = run_folders(path) if path.is_dir() else []
+        if not inner:
+            raise
+        shown = ", ".join(str(p) for p in inner[:_SHOWN])
+        more = f" and {len(inner) - _SHOWN} more" if len(inner) > _SHOWN else ""
+        raise ReportParseError(
+            path,
+            f"no stedgeai output in this folder itself, but {len(inner)} folder(s) below it "
+            f"hold some: {shown}{more}. Parse one of them, e.g. stedge parse {inner[0]}",
+        ) from None
     if args.json:
         print(json.dumps(json_safe(result), indent=2, sort_keys=False, allow_nan=False))
     else:
@@ -84,6 +98,31 @@ def json_safe(result: dict[str, Any]) -> dict[str, Any]:
             for item in found
         ]
     return out
+def run_folders(folder: Path, depth: int = 3) -> list[Path]:
+    """Folders under ``folder`` (down to ``depth`` levels) holding stedgeai outputs, sorted:
+    the run folders of a work folder (``.stedge/work/run-3/<case>/<stage>-<version>/``),
+    a folder of downloaded runs."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(depth):
+        below = sorted(p for parent in level for p in _subfolders(parent))
+        found += [p for p in below if _holds_output(p)]
+        level = [p for p in below if p not in found]
+    return sorted(found)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def _holds_output(folder: Path) -> bool:
+    try:
+        return any(p.name.lower().endswith(_OUTPUT_SUFFIXES) for p in folder.iterdir())
+    except OSError:
+        return False
 
 
 def _bytes(value: Any) -> str:
