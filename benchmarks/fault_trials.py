@@ -174,11 +174,12 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
     tally = Tally()
     db = root / f"{kind}.duckdb"
     marks = [HELPER_MARK, str(installs)]
+    low, high = args.window
     for trial in range(args.trials):
         before = run_count(db)
         proc = session(corpus, installs, db, root / "work", root / f"{kind}-report.html",
                        faults(rng, args.cases), args.xdist)
-        delay = rng.uniform(0.5, args.max_delay)
+        delay = rng.uniform(low, high)
         time.sleep(delay)
         if proc.poll() is None:
             proc.send_signal(sig)
@@ -189,6 +190,22 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
         print(f"  {kind} trial {trial + 1}: signal after {delay:.1f} s, exit {proc.returncode}",
               flush=True)
     return tally
+
+
+def calibrate(root: Path, installs: Path, corpus: Path, args: argparse.Namespace,
+              rng: random.Random) -> tuple[float, float]:
+    """Time one plain session: when its first item finished and when it ended."""
+    start = time.monotonic()
+    proc = session(corpus, installs, root / "calibrate.duckdb", root / "work",
+                   root / "calibrate.html", faults(rng, args.cases), args.xdist)
+    assert proc.stdout is not None
+    first = None
+    for line in proc.stdout:
+        if first is None and _STATUS_RE.match(line):
+            first = time.monotonic() - start
+    proc.wait()
+    end = time.monotonic() - start
+    return max(0.3, (first or end / 2) - 2.0), end
 
 
 def full_disk_trial(args: argparse.Namespace, root: Path, installs: Path, corpus: Path,
@@ -238,12 +255,13 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--cases", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-delay", type=float, default=9.0, help="latest signal, s")
     parser.add_argument("--disk-mb", type=int, default=24)
     parser.add_argument("--room-kb", type=int, default=900, help="free space left on the tmpfs")
     parser.add_argument("--xdist", action="store_true", help="run the sessions with -n 2")
     parser.add_argument("--only", choices=["kill", "term", "int", "disk"], action="append")
     args = parser.parse_args()
+    # a background shell starts us with SIGINT ignored, and pytest would inherit that
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
     kinds = args.only or ["kill", "term", "int", "disk"]
     results: dict[str, Tally | str] = {}
@@ -252,33 +270,44 @@ def main() -> None:
         installs, corpus = build(root, args.cases)
         for kind in ("kill", "term", "int"):
             Store.open(root / f"{kind}.duckdb").close()  # the store exists before any signal
+        args.window = calibrate(root, installs, corpus, args, rng)
+        print(f"signals land uniformly in {args.window[0]:.1f}-{args.window[1]:.1f} s after "
+              "the start (from the first item's end minus 2 s to the session's end, measured "
+              "on one plain session)", flush=True)
         for kind, sig in (("kill", signal.SIGKILL), ("term", signal.SIGTERM),
                           ("int", signal.SIGINT)):
             if kind in kinds:
                 print(f"{kind}: {args.trials} trials", flush=True)
                 results[kind] = signal_trials(kind, sig, args, root, installs, corpus, rng)
+                report(kind, results[kind])
         if "disk" in kinds:
             print("full disk:", flush=True)
             results["disk"] = full_disk_trial(args, root, installs, corpus, rng)
+            report("disk", results["disk"])
     print("\nresults")
     for kind, tally in results.items():
-        if isinstance(tally, str):
-            print(f"{kind:>5}: {tally}")
-            continue
-        line = (f"{kind:>5}: {tally.trials} trials, {tally.finished_items} finished items; "
-                f"all finished items in the store: {tally.all_in_store}/{tally.trials} directly, "
-                f"{tally.all_after_merge}/{tally.trials} after the journal merge; store opens "
-                f"{tally.store_opens}/{tally.trials}; no tool process left "
-                f"{tally.no_tool_left}/{tally.trials}")
-        if kind in ("term", "int"):
-            line += (f"; of {tally.interrupted_runs} sessions stopped with a recorded run: "
-                     f"marked interrupted {tally.marked_interrupted}, summary printed "
-                     f"{tally.summary_printed}")
-        if kind == "disk":
-            line += f"; summary with a clear message {tally.summary_printed}/1"
-        print(line)
-        for problem in tally.missing[:10]:
-            print(f"       missing: {problem}")
+        report(kind, tally)
+
+
+def report(kind: str, tally: Tally | str) -> None:
+    """One line of counts for the trials of one kind."""
+    if isinstance(tally, str):
+        print(f"{kind:>5}: {tally}", flush=True)
+        return
+    line = (f"{kind:>5}: {tally.trials} trials, {tally.finished_items} finished items; "
+            f"all finished items in the store: {tally.all_in_store}/{tally.trials} directly, "
+            f"{tally.all_after_merge}/{tally.trials} after the journal merge; store opens "
+            f"{tally.store_opens}/{tally.trials}; no tool process left "
+            f"{tally.no_tool_left}/{tally.trials}")
+    if kind in ("term", "int"):
+        line += (f"; of {tally.interrupted_runs} sessions stopped with a recorded run: "
+                 f"marked interrupted {tally.marked_interrupted}, summary printed "
+                 f"{tally.summary_printed}")
+    if kind == "disk":
+        line += f"; summary with a clear message {tally.summary_printed}/1"
+    print(line, flush=True)
+    for problem in tally.missing[:10]:
+        print(f"       missing: {problem}")
 
 
 if __name__ == "__main__":

@@ -38,12 +38,15 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
+try:  # tomllib's own upstream, compiled: parses case files ~2.5x faster (collection speed)
+    import tomli as toml_reader
+except ImportError:  # pragma: no cover - the pure-Python standard library parser
+    import tomllib as toml_reader  # type: ignore[no-redef]
 
 from .errors import CaseError
 from .owned_options import refuse_owned_options
@@ -197,13 +200,48 @@ def find_corpus_root(case_toml: Path) -> Path:
     return folder.parent
 
 
-def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
-    """Read one case.toml into its case and its variants; raise :class:`CaseError`."""
+@dataclass
+class PathCache:
+    """Paths resolved once per collection (thousands of cases share a few folders)."""
+
+    real: dict[Path, Path] = field(default_factory=dict)  # folder -> without symlinks
+    roots: dict[Path, Path] = field(default_factory=dict)  # folder above a case -> root
+    files: set[Path] = field(default_factory=set)  # regular files (no symlink) a scan saw
+
+    def real_folder(self, folder: Path) -> Path:
+        """``folder`` without symlinks (resolved once)."""
+        real = self.real.get(folder)
+        if real is None:
+            real = self.real[folder] = Path(os.path.realpath(folder))
+        return real
+
+    def saw_folder(self, folder: Path, files: Iterable[str]) -> None:
+        """A folder scan found ``folder`` (no symlink) holding these regular files."""
+        real = self.real[folder] = self.real_folder(folder.parent) / folder.name
+        self.files.update(real / name for name in files)
+
+
+def load_cases(
+    case_toml: Path, corpus_root: Path | None = None, *, cache: PathCache | None = None
+) -> list[Case]:
+    """Read one case.toml into its case and its variants; raise :class:`CaseError`.
+
+    :param cache: folders resolved by earlier calls of the same collection.
+    """
     case_toml = Path(case_toml)
-    root = _resolved(case_toml, corpus_root or find_corpus_root(case_toml))
+    real = _real_path(case_toml, cache)  # once: the case's paths are built on it
+    if corpus_root is not None:
+        root = _resolved(case_toml, corpus_root)
+    elif cache is not None:  # the root depends only on the folder above the case folder
+        key = real.parent.parent
+        if key not in cache.roots:
+            cache.roots[key] = find_corpus_root(real)
+        root = cache.roots[key]
+    else:
+        root = find_corpus_root(real)
     try:
-        raw = tomllib.loads(case_toml.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        raw = toml_reader.loads(case_toml.read_text(encoding="utf-8"))
+    except toml_reader.TOMLDecodeError as exc:
         raise CaseError(case_toml, None, f"not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise CaseError(case_toml, None, f"not UTF-8 text: {exc}") from None
@@ -212,8 +250,9 @@ def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
     variants = raw.pop("variants", None)
     # The folder's name as it sits in the corpus, not where a symlink leads.
     base_name = Path(os.path.abspath(case_toml)).parent.name
+    files = cache.files if cache is not None else set()
     if variants is None:
-        return [_build_case(case_toml, root, base_name, None, raw)]
+        return [_build_case(real, root, base_name, None, raw, files)]
     if not isinstance(variants, dict) or not variants:
         raise CaseError(case_toml, "variants", f"expected {_TOP_KEYS['variants']}")
     cases = []
@@ -227,8 +266,35 @@ def load_cases(case_toml: Path, corpus_root: Path | None = None) -> list[Case]:
             raise CaseError(case_toml, f"variants.{variant}.variants", "variants do not nest")
         merged = _merge(raw, overrides)
         name = f"{base_name}/{variant}"
-        cases.append(_build_case(case_toml, root, name, variant, merged))
+        cases.append(_build_case(real, root, name, variant, merged, files))
     return cases
+
+
+def _real_path(case_toml: Path, cache: PathCache | None) -> Path:
+    """The case file's path without symlinks: the folder above the case folder resolved
+    once per collection, then a look at the case folder and the file themselves."""
+    if cache is None or not case_toml.is_absolute():
+        return Path(os.path.realpath(case_toml))
+    seen = cache.real.get(case_toml.parent)
+    if seen is not None and seen / case_toml.name in cache.files:
+        return seen / case_toml.name
+    folder = cache.real_folder(case_toml.parent.parent) / case_toml.parent.name
+    if os.path.islink(folder) or os.path.islink(case_toml):
+        return Path(os.path.realpath(case_toml))
+    return folder / case_toml.name
+
+
+def check_model_pin(case: Case, actual_sha256: str) -> None:
+    """Refuse a case whose model is not the file its ``sha256`` pins (the model changed)."""
+    if case.sha256 is not None and case.sha256.lower() != actual_sha256.lower():
+        key = f"variants.{case.variant}.sha256" if case.variant else "sha256"
+        raise CaseError(
+            case.path,
+            key,
+            f"the model {case.model.name} has sha256 {actual_sha256}, the case pins "
+            f"{case.sha256}: the model changed. Rebuild it (python corpus/build.py) or, "
+            "if the change is wanted, pin the new hash",
+        )
 
 
 def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -244,7 +310,12 @@ def _merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, A
 
 
 def _build_case(
-    path: Path, root: Path, name: str, variant: str | None, raw: Mapping[str, Any]
+    path: Path,
+    root: Path,
+    name: str,
+    variant: str | None,
+    raw: Mapping[str, Any],
+    files: set[Path] | frozenset[Path] = frozenset(),
 ) -> Case:
     prefix = f"variants.{variant}." if variant else ""
 
@@ -284,7 +355,7 @@ def _build_case(
         model_ref = string("model")
         if not model_ref:
             raise fail("model", f"missing; expected {_TOP_KEYS['model']}")
-        model = resolve_model(path, root, model_ref, prefix + "model")
+        model = resolve_model(path, root, model_ref, prefix + "model", files)
     target = string("target")
     if not target:
         raise fail("target", f"missing; expected {_TOP_KEYS['target']}")
@@ -329,7 +400,7 @@ def _build_case(
         raise fail("sha256", "differs from model.sha256; give the digest once, in the model table")
     return Case(
         name=name,
-        path=path.resolve(),
+        path=path,
         corpus_root=root,
         model=model,
         target=target,
@@ -351,8 +422,13 @@ def _build_case(
     )
 
 
-def resolve_model(path: Path, root: Path, ref: str, key: str) -> Path:
-    """Resolve a model reference: a file inside the corpus, or an onnx test-data model."""
+def resolve_model(
+    path: Path, root: Path, ref: str, key: str, files: set[Path] | frozenset[Path] = frozenset()
+) -> Path:
+    """Resolve a model reference: a file inside the corpus, or an onnx test-data model.
+
+    :param files: regular files a folder scan has just seen (no need to look again).
+    """
     if ref.startswith(ONNX_LIGHT_PREFIX):
         name = ref[len(ONNX_LIGHT_PREFIX) :]
         light = onnx_light_dir()
@@ -363,6 +439,9 @@ def resolve_model(path: Path, root: Path, ref: str, key: str) -> Path:
                 path, key, f"{ref!r}: no such model in {light}; accepted: {', '.join(candidates)}"
             )
         return model
+    seen = path.parent / ref
+    if seen in files and seen.is_relative_to(root):
+        return seen
     model = _inside(path, root, ref, key)
     if not model.is_file():
         raise CaseError(path, key, f"model file {ref!r} not found (looked for {model})")
@@ -387,10 +466,12 @@ def _inside(path: Path, root: Path, ref: Any, key: str) -> Path:
     if Path(ref).is_absolute():
         raise CaseError(path, key, f"path {ref!r} is absolute; expected a path relative to "
                                    "the case folder, inside the corpus")
-    try:
-        candidate = (path.parent / ref).resolve()
-    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
-        raise CaseError(path, key, f"path {ref!r} cannot be resolved: {_why(exc)}") from None
+    candidate = path.parent / ref
+    if os.sep in ref or "/" in ref or ref in (".", "..") or candidate.is_symlink():
+        try:  # a plain name in the (resolved) case folder is final
+            candidate = candidate.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+            raise CaseError(path, key, f"path {ref!r} cannot be resolved: {_why(exc)}") from None
     if not candidate.is_relative_to(root):
         raise CaseError(
             path, key, f"path {ref!r} leaves the corpus ({root}); keep case files inside it"

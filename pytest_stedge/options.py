@@ -92,7 +92,8 @@ def add_run_options(addoption: AddOption) -> None:
         metavar="SECONDS",
         type=parse_timeout,
         default=None,
-        help="Kill a stedgeai run after this many seconds. Default: ini stedge_timeout, else 600",
+        help="Kill a stedgeai run after this many seconds; wins over a case's timeout key. "
+        "Default: the case's timeout, else ini stedge_timeout, else 600",
     )
     addoption(
         "--stedge-shard",
@@ -162,16 +163,41 @@ def add_gate_options(addoption: AddOption) -> None:
 def add_ini(addini: AddOption) -> None:
     """ini keys; each falls back to its flag, and the flag wins."""
     addini("stedge_db", "DuckDB results store (--stedge-db)", type="string", default="")
-    addini("stedge_timeout", "Seconds before a stedgeai run is killed", type="string", default="600")
+    addini(
+        "stedge_timeout",
+        "Seconds before a stedgeai run is killed, for cases without a timeout key (default 600)",
+        type="string",
+        default="",
+    )
     addini("stedge_roots", "Folders holding stedgeai installs", type="paths", default=[])
     addini("stedge_workdir", "Folder for the tool's outputs", type="string", default="")
     addini("stedge_models", "Folders holding the models of record-only cases", type="paths",
            default=[])
     addini(
+        "stedge_keep_runs",
+        "Work folders of this many newest runs are kept ('all': never remove); default 10",
+        type="string",
+        default="10",
+    )
+    addini(
+        "stedge_keep_failed_runs",
+        "A run with a failed item keeps its work folder while among this many newest runs "
+        "('all': for ever); default 50",
+        type="string",
+        default="50",
+    )
+    addini(
         "stedge_baseline_band",
         "Default band against the baseline version ('+3%', '+1024', '0')",
         type="string",
         default="0",
+    )
+    addini(
+        "stedge_metric_bands",
+        "Per-metric default bands, one METRIC=BAND a line (over the built-in bands of the "
+        "validation metrics, e.g. val_cos=+0.001)",
+        type="linelist",
+        default=[],
     )
 
 
@@ -183,7 +209,8 @@ def add_board_options(addoption: AddOption, addini: AddOption) -> None:
         metavar="SPEC",
         action="append",
         default=[],
-        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD or auto (repeatable)",
+        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD, auto, or "
+        "socket://HOST:PORT (the simulator, a TCP relay) (repeatable)",
     )
     addoption(
         "--stedge-per-layer",

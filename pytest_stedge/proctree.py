@@ -28,6 +28,8 @@ _prefix = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
 _counter = 0
 _reaper: subprocess.Popen[bytes] | None = None
 _reaper_pid = 0
+_subreaper = False
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def supported() -> bool:
@@ -51,8 +53,11 @@ def tool_env(env: dict[str, str] | None, token: str) -> dict[str, str]:
 
 def _stat(pid: int) -> tuple[int, int] | None:
     """(parent pid, start time in clock ticks) of ``pid``; None when it is gone."""
+    if pid <= 0:
+        return None
     try:
-        text = (_PROC / str(pid) / "stat").read_text()
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
     except OSError:
         return None
     fields = text[text.rindex(")") + 2 :].split()
@@ -61,7 +66,8 @@ def _stat(pid: int) -> tuple[int, int] | None:
 
 def _has_token(pid: int, token: str) -> bool:
     try:
-        environ = (_PROC / str(pid) / "environ").read_bytes()
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read()
     except OSError:
         return False
     return f"{TOKEN_ENV}={token}".encode() in environ.split(b"\0")
@@ -69,14 +75,52 @@ def _has_token(pid: int, token: str) -> bool:
 
 def tree(root: int, token: str, *, since: int = 0) -> set[int]:
     """Live processes of one tool run: ``root``, its descendants, and any process that
-    carries ``token`` (started at or after clock tick ``since``)."""
+    carries ``token`` (started at or after clock tick ``since``).
+
+    This process is a child subreaper (see :func:`ensure_reaper`), so a helper whose
+    parent died is re-parented to us, not to init: walking down from ``root`` and from
+    our own children that carry the token finds the whole tree in a few reads. Where
+    ``/proc/<pid>/task/<tid>/children`` is missing, every process is scanned.
+    """
+    me = os.getpid()
+    if not _subreaper or not (_PROC / "self" / "task" / str(me) / "children").exists():
+        return _scan(root, token, since)
+    stack = [root] if _stat(root) is not None else []
+    stack += [c for c in _children(me) if c != _reaper_pid and _has_token(c, token)]
+    found: set[int] = set()
+    while stack:
+        pid = stack.pop()
+        if pid in found or pid == me:
+            continue
+        found.add(pid)
+        stack += _children(pid)
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                out += [int(x) for x in handle.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _scan(root: int, token: str, since: int) -> set[int]:
+    """Every process's parent link and token, read from the whole of ``/proc``."""
     parents: dict[int, int] = {}
     found: set[int] = set()
     me = os.getpid()
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
+    for name in os.listdir(_PROC):
+        if not name.isdigit():
             continue
-        pid = int(entry.name)
+        pid = int(name)
         info = _stat(pid)
         if info is None or pid == me:
             continue
@@ -118,12 +162,14 @@ def kill_tree(root: int, token: str, *, since: int = 0) -> int:
         killed |= alive
         _reap(alive)
         time.sleep(0.005)
+    _reap(killed)
     return len(killed)
 
 
 def _zombie(pid: int) -> bool:
     try:
-        text = (_PROC / str(pid) / "stat").read_text()
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
     except OSError:
         return True
     return text[text.rindex(")") + 2 :].split()[0] in ("Z", "X")
@@ -172,6 +218,22 @@ def ensure_reaper() -> None:
     _reaper_pid = _reaper.pid
     os.set_inheritable(write_end, False)
     _keep.append(write_end)  # held open until this process ends, however it ends
+    _become_subreaper()
+
+
+def _become_subreaper() -> None:
+    """Orphaned descendants of our tools are re-parented to us (Linux prctl), so the
+    tree stays findable by parent links; we reap the ones we kill."""
+    global _subreaper
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError, TypeError):
+        _subreaper = False
 
 
 _keep: list[int] = []

@@ -59,6 +59,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     on a usage error leaves no run behind.
     """
     _refuse_remote_workers(config)
+    _finish_on_sigterm()
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
     roots += [Path(p) for p in config.getini("stedge_roots") or []]
     discovery = config.hook.pytest_stedge_discover_toolchains(config=config, roots=roots)
@@ -129,6 +130,10 @@ def _load_baseline(
         parse_band(state.baselines.default_band)
     except BandError as exc:
         raise pytest.UsageError(f"ini stedge_baseline_band: {exc}") from None
+    try:
+        _ = state.baselines.metric_bands  # malformed entries are a usage error up front
+    except BandError as exc:
+        raise pytest.UsageError(f"ini stedge_metric_bands: {exc}") from None
     if not rows and not state.baselines.in_session(state.toolchains.versions):
         raise pytest.UsageError(
             f"--stedge-baseline {state.baselines.version}: the store {path} has no results of "
@@ -209,7 +214,6 @@ class StedgeController:
             raise
         self.run_uuid = run_uuid
         self.writer = SessionWriter(self.store, self.run_id, self.journal)
-        _finish_on_sigterm()
 
     # -- xdist -----------------------------------------------------------------------
 
@@ -248,22 +252,10 @@ class StedgeController:
 
     def _apply_update(self, row: ItemRow) -> None:
         """--stedge-update: edit the case file here, on the one process that writes files."""
-        from .errors import StedgeError
-        from .update import update_case
+        from .update import session_tracker
 
         assert row.update is not None
-        spec = row.update
-        try:
-            lines = update_case(
-                Path(spec["path"]),
-                variant=spec["variant"],
-                stage=spec["stage"],
-                misses=spec["misses"],
-                baseline_deltas={k: tuple(v) for k, v in spec["baseline_deltas"].items()},
-            )
-        except StedgeError as exc:
-            lines = [f"not updated: {exc}"]
-        self.summary.updates += [f"{spec['path']}: {line}" for line in lines]
+        self.summary.updates += session_tracker(self.config).apply(row.nodeid, row.update)
 
     # -- end of session ----------------------------------------------------------------
 
@@ -387,6 +379,10 @@ class StedgeController:
                 changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
             )
             write("")
+            if all(c.kind is ChangeKind.UNCHANGED for c in report.changes):
+                # say so: silence would not tell "nothing moved" from "nothing was compared"
+                write(f"baseline {base}: {len(report.changes)} metrics unchanged in {head}")
+                continue
             for line in format_table(report).splitlines():
                 write(line)
 

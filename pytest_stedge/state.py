@@ -11,7 +11,6 @@ the plugin hands :func:`get_state` the function that sets a controller up.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -33,6 +32,7 @@ state_key = pytest.StashKey["StedgeState"]()
 controller_setup_key = pytest.StashKey[Callable[[pytest.Config, "StedgeState"], None]]()
 WORKERINPUT_KEY = "stedge"
 NO_INSTALL = "no-install"
+DEFAULT_TIMEOUT = 600.0
 
 
 class Toolchains:
@@ -93,13 +93,9 @@ class Toolchains:
         the store's (``stedge ingest``), else the corpus's."""
         key = (version, case_name, stage)
         rec = self.recordings.get(key) or self.corpus.get(key)
-        return None if rec is None else copy.deepcopy(rec)
-
-    def has_recording(self, version: str, case_name: str, stage: str) -> bool:
-        """Whether a recorded Result of ``case_name``/``stage`` for ``version`` exists
-        (the store's or the corpus's)."""
-        key = (version, case_name, stage)
-        return key in self.recordings or key in self.corpus
+        # a JSON round trip copies a Result ~5x faster than deepcopy (a replayed corpus
+        # pays it on every item); stored datetimes come back as text, as workers see them
+        return None if rec is None else json.loads(json.dumps(rec, default=str))
 
     def corpus_versions(self, case_name: str, stage: str) -> list[str]:
         """Versions the corpus holds a recording of for this case and stage, release order."""
@@ -134,7 +130,8 @@ class Toolchains:
         return {
             "installs": [i.to_dict() for i in self.discovery.installs],
             "searched": self.discovery.searched,
-            "recordings": list(self.recordings.values()),
+            # plain data for execnet: a stored recording carries its datetime
+            "recordings": json.loads(json.dumps(list(self.recordings.values()), default=str)),
             "corpus": list(self.corpus.values()),
             "versions": self.versions,
         }
@@ -155,12 +152,30 @@ class Baselines:
     """The baseline version's figures per (case, stage): stored ones, and those of this
     session's own baseline items (a later version in this process compares with them)."""
 
-    def __init__(self, version: str | None, *, strict: bool, default_band: str) -> None:
+    def __init__(
+        self,
+        version: str | None,
+        *,
+        strict: bool,
+        default_band: str,
+        metric_band_lines: list[str] | None = None,
+    ) -> None:
         self.version = version
         self.strict = strict
         self.default_band = default_band
+        self.metric_band_lines = list(metric_band_lines or [])
         self.stored: dict[tuple[str, str], Baseline] = {}
         self._session: dict[tuple[str, str, str], Baseline] = {}
+
+    @property
+    def metric_bands(self) -> dict[str, str]:
+        """Per-metric default bands: ini ``stedge_metric_bands`` over the noisy metrics' own.
+
+        :raises BandError: for a malformed entry (the session checks them at start).
+        """
+        from .diff import parse_metric_bands
+
+        return parse_metric_bands(self.metric_band_lines)
 
     def in_session(self, versions: list[str]) -> bool:
         """Whether the baseline version runs in this session too."""
@@ -372,13 +387,27 @@ class RunSettings:
         ] + [Path(p) for p in _ini(config, "stedge_models")]
 
     def timeout(self, case: Case) -> float:
-        """Seconds before a run of ``case`` is killed."""
-        if case.timeout is not None:
-            return case.timeout
+        """Seconds before a run of ``case`` is killed (see :meth:`timeout_and_source`)."""
+        return self.timeout_and_source(case)[0]
+
+    def timeout_and_source(self, case: Case) -> tuple[float, str]:
+        """The time limit of a run of ``case`` and what set it: ``--stedge-timeout`` (the
+        command line wins), else the case's ``timeout`` key, else ini ``stedge_timeout``,
+        else 600 s."""
         option = self.config.getoption("stedge_timeout")
         if option is not None:
-            return float(option)
-        return float(self.config.getini("stedge_timeout") or 600)
+            return float(option), f"--stedge-timeout {float(option):g}"
+        if case.timeout is not None:
+            return case.timeout, f"timeout = {case.timeout:g} in {case.path}"
+        ini = self.config.getini("stedge_timeout")
+        if ini:
+            try:
+                return float(ini), f"ini stedge_timeout = {ini}"
+            except ValueError:
+                raise pytest.UsageError(
+                    f"ini stedge_timeout: {ini!r} is not a number of seconds (e.g. 600)"
+                ) from None
+        return DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
 
     def board_desc(self) -> str | None:
         """The ``--desc`` of the board this process uses, if any."""
@@ -395,6 +424,7 @@ class StedgeState:
             _option(config, "stedge_baseline"),
             strict=bool(_option(config, "stedge_strict_baseline")),
             default_band=str(config.getini("stedge_baseline_band") or "0"),
+            metric_band_lines=list(config.getini("stedge_metric_bands") or []),
         )
         self.work = WorkFolders(
             _resolve(config, config.getoption("stedge_workdir"), "stedge_workdir",
@@ -451,9 +481,10 @@ class StedgeState:
 
         recorded = self.toolchains.corpus_versions(case.name, stage)
         if stage == "validate-target" and not self.settings.boards:
-            versions = [v for v in self.item_versions()
-                        if v in recorded or self.toolchains.has_recording(v, case.name, stage)]
-            return versions if self.toolchains.requested else recorded
+            stored = {v for v, c, s in self.toolchains.recordings if c == case.name and s == stage}
+            both = sorted(set(recorded) | stored, key=release_key)  # ingested ones replay too
+            versions = [v for v in self.item_versions() if v in both]
+            return versions if self.toolchains.requested else both
         if self.toolchains.requested or not recorded:
             return self.item_versions()
         live = [v for v in self.item_versions() if v != NO_INSTALL]

@@ -20,6 +20,9 @@ from . import proctree
 from .errors import ToolchainError, ToolchainNotFound
 
 TAIL_LINES = 40
+# The tool's output is read from its log up to this many bytes from the end: a run that
+# prints megabytes of errors costs a bounded time to read after it stops (the log keeps all).
+OUTPUT_TAIL_BYTES = 1024 * 1024
 VERSION_TIMEOUT_S = 60.0
 EXECUTABLE_NAMES = ("stedgeai", "stedgeai.exe", "stm32ai", "stm32ai.exe")
 
@@ -197,11 +200,18 @@ def probe(executable: Path, found_by: str = "") -> Install:
 
 
 def discover(
-    roots: Sequence[Path | str] = (), *, env: dict[str, str] | None = None, defaults: bool = True
+    roots: Sequence[Path | str] = (),
+    *,
+    env: dict[str, str] | None = None,
+    defaults: bool = True,
+    root_flag: str = "--stedge-root",
 ) -> Discovery:
     """Find every install under ``roots`` then the usual places; one install per version
-    (the first found wins, so ``--stedge-root`` overrides the usual places)."""
-    places = [(Path(r).expanduser().resolve(), "--stedge-root") for r in roots]
+    (the first found wins, so ``--stedge-root`` overrides the usual places).
+
+    :param root_flag: how the caller's user gives ``roots`` (``--root`` in ``stedge``).
+    """
+    places = [(Path(r).expanduser().resolve(), root_flag) for r in roots]
     if defaults:
         places += default_roots(env)
     installs: dict[str, Install] = {}
@@ -298,11 +308,21 @@ def run_tool(
     return ToolRun(argv=argv, returncode=returncode, seconds=seconds, output=_read(log), log=log)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, limit: int = OUTPUT_TAIL_BYTES) -> str:
+    """The log's last ``limit`` bytes (all of it when smaller), from a line start."""
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - limit))
+            data = handle.read(limit)
     except OSError:
         return ""
+    if size > limit:
+        data = data[data.find(b"\n") + 1 :]
+        return f"[... first {size - len(data):,} bytes of output not read; see {path}]\n" + (
+            data.decode("utf-8", errors="replace")
+        )
+    return data.decode("utf-8", errors="replace")
 
 
 def _kill(proc: subprocess.Popen[bytes], token: str, since: int) -> None:

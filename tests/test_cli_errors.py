@@ -98,4 +98,4 @@ def test_a_store_that_is_not_a_store(argv: list[str], tmp_path: Path,
     bogus = tmp_path / "results.duckdb"
     bogus.write_bytes(b"not a database at all" * 100)
     code, err = _stedge(capsys, *argv, "--db", str(bogus))
-    assert code == 2 and err.startswith(f"stedge: error: cannot open store {bogus}")
+    assert code == 2 and err.startswith(f"stedge: error: store {bogus} is not a DuckDB file")

@@ -19,6 +19,8 @@ from typing import Any
 
 from pytest_stedge.options import add_store_options
 
+from .figures import fmt_figure
+
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``ingest``."""
@@ -124,7 +126,7 @@ def _ingest(args: argparse.Namespace) -> int:
         store.add_items(run_id, [recorded_row(case, stage, args.version, result, metrics,
                                               model_sha256, options_hash)])
         store.finish_run(run_id, status="recorded", exitstatus=0)
-    figures = ", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())) or "no figures"
+    figures = ", ".join(f"{k}={fmt_figure(v)}" for k, v in sorted(metrics.items())) or "no figures"
     print(f"stored {args.path} as {case.name} {stage} [{args.version}]: {figures}")
     if note:
         print(f"marked not comparable: {note}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -70,15 +71,24 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="The tool's validation metrics between a reference and a prediction",
         description="Per output: rmse, mae, l2r (over the prediction's norm), mean (reference "
         "minus prediction), std (ddof 1), nse, cos, snr and acc for classifiers, with stedgeai's "
-        "definitions. int8 outputs are dequantized with --scale/--zero-point.",
-        epilog="examples:\n  stedge metrics network_val_io.npz --scale 0.000666 --zero-point -128\n"
+        "definitions. Integer outputs are dequantized first, as the tool does: with the scale "
+        "and zero point the validate report or c_info.json beside REFERENCE states, or with "
+        "--scale/--zero-point; an integer output with neither is refused.",
+        epilog="examples:\n  stedge metrics network_val_io.npz\n"
+        "  stedge metrics dump/network_val_io.npz --scale 0.000666033 --zero-point -128\n"
         "  stedge metrics ref.npz board_outputs.npy --json",
         formatter_class=fmt,
     )
     p.add_argument("reference", type=Path, help="reference .npy/.npz/.csv, or a *_val_io.npz alone")
     p.add_argument("prediction", type=Path, nargs="?", help="prediction .npy/.npz/.csv")
-    p.add_argument("--scale", type=float, help="dequantization scale of int8 outputs")
-    p.add_argument("--zero-point", type=int, default=0, help="dequantization zero point")
+    p.add_argument(
+        "--scale", type=float,
+        help="dequantization scale of integer outputs (default: as the files beside state it)",
+    )
+    p.add_argument(
+        "--zero-point", type=int, default=None,
+        help="dequantization zero point (default: as stated beside, else 0 with --scale)",
+    )
     p.add_argument(
         "--classifier",
         action=argparse.BooleanOptionalAction,
@@ -267,14 +277,23 @@ def _metrics(args: argparse.Namespace) -> int:
     prediction = load_arrays(args.prediction) if args.prediction else None
     where = f"{args.reference}" + (f" / {args.prediction}" if args.prediction else "")
     rows = []
+    notes = []
     for name, ref, pred in pair_outputs(reference, prediction, where):
+        scale, zero_point, source = _dequantization(args, name, ref, pred)
         metrics = compute_metrics(
-            ref, pred, scale=args.scale, zero_point=args.zero_point, classifier=args.classifier
+            ref, pred, scale=scale, zero_point=zero_point, classifier=args.classifier
         )
-        rows.append({"name": name, **metrics})
+        row: dict[str, Any] = {"name": name, **metrics}
+        if scale is not None:
+            row.update(scale=scale, zero_point=zero_point, dequantized_from=source)
+            notes.append(f"{name}: integer data dequantized with s={scale!r} zp={zero_point} "
+                         f"({source})")
+        rows.append(row)
     if args.json:
         _dump(rows)
         return 0
+    for note in notes:
+        print(note)
     # The tool's own layout: 9 decimals for rmse/mae/l2r, 6 for the others.
     widths = {"acc": ("{:>9.2f}%", 10), "rmse": ("{:>14.9f}", 14), "mae": ("{:>14.9f}", 14)}
     widths.update({"l2r": ("{:>14.9f}", 14), "snr": ("{:>12.6f}", 12)})
@@ -288,6 +307,34 @@ def _metrics(args: argparse.Namespace) -> int:
             cells.append(f"{'n.a.':>{width}}" if value is None else pattern.format(value))
         print(f"{row['name']:<16}" + "".join(cells))
     return 0
+
+
+def _dequantization(
+    args: argparse.Namespace, name: str, ref: Any, pred: Any
+) -> tuple[float | None, int | None, str]:
+    """(scale, zero point, where they come from) for one output; (None, None, "") for float
+    data. Integer data without stated or given parameters is refused: its metrics would be
+    in quantized units, not the tool's."""
+    import numpy as np
+
+    from pytest_stedge.errors import OracleError
+    from pytest_stedge.oracle.quant import stated_quantization
+
+    if not any(np.issubdtype(np.asarray(a).dtype, np.integer) for a in (ref, pred)):
+        return None, None, ""
+    if args.scale is not None:
+        return args.scale, args.zero_point or 0, "--scale/--zero-point"
+    number = re.search(r"(\d+)$", name)
+    stated = stated_quantization(args.reference).get(int(number.group(1)) if number else 1)
+    if stated is None:
+        raise OracleError(
+            f"{args.reference}: output {name} holds integer codes, and no validate report or "
+            "c_info.json beside it states their scale and zero point; give them with "
+            "--scale S --zero-point ZP (the validate report's notes read 'dequantized with "
+            "s=S zp=ZP')"
+        )
+    zero_point = stated.zero_point if args.zero_point is None else args.zero_point
+    return stated.scale, zero_point, stated.source
 
 
 def _diverge(args: argparse.Namespace) -> int:

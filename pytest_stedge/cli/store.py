@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.options import add_store_options
 
+from .figures import fmt_figure
+
 if TYPE_CHECKING:
     from pytest_stedge.store.location import Location
 
@@ -150,7 +152,7 @@ def _show(args: argparse.Namespace) -> int:
         tag = " (recorded)" if item["recorded"] else ""
         print(f"  {item['outcome']:<8} {item['nodeid']}{tag}")
         for name, value in sorted(item["metrics"].items()):
-            print(f"             {name} = {value:g}")
+            print(f"             {name} = {fmt_figure(value)}")
         if item["outcome"] in ("failed", "error") and item["message"]:
             print("             " + item["message"].strip().splitlines()[0][:160])
     return 0

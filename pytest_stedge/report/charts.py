@@ -42,6 +42,7 @@ PALETTE: dict[str, str] = {
     "improved": "#2E7D32",
     "newly failing": "#8E0000",
     "fixed": "#1565C0",
+    "changed": "#6A1B9A",
     "not comparable": "#6D6D6D",
     "unchanged": "#BDBDBD",
     # bug x version statuses

@@ -13,7 +13,7 @@ def fmt_number(metric: str, value: float | None) -> str:
     """A metric value for a table: thousands separators for whole numbers."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if math.isinf(value):
+    if math.isinf(value):  # snr=inf: the tool's figure for identical outputs
         return "inf" if value > 0 else "-inf"
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"

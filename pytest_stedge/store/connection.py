@@ -391,23 +391,25 @@ class StoreConnection:
                     )
 
     def _check_size(self, db: duckdb.DuckDBPyConnection) -> None:
-        """Refuse a truncated file: a DuckDB file is its headers and whole blocks, so a
-        size between two blocks is a file cut short (DuckDB would read past its end and
-        fail later, half-way through a write). The header's block count is no test: with a
-        WAL pending, or free blocks at the end, a healthy file is shorter than it."""
+        """Refuse a truncated file: shorter than the blocks its header counts and cut
+        between two blocks (DuckDB would read past its end and fail later, half-way
+        through a write). Either sign alone is no proof: with a WAL pending a healthy file
+        is shorter than its count, and a write cut by a full disk leaves a partial block
+        past it."""
         if self.path == MEMORY or self.server:
             return
         row = db.execute(
-            "SELECT block_size FROM pragma_database_size() "
+            "SELECT block_size, total_blocks FROM pragma_database_size() "
             "WHERE database_name = current_database()"
         ).fetchone()
         if row is None or not row[0]:
             return
+        block, expected = int(row[0]), _HEADER_BYTES + int(row[0]) * int(row[1])
         size = Path(self.path).stat().st_size
-        if size < _HEADER_BYTES or (size - _HEADER_BYTES) % int(row[0]):
+        if size < expected and (size < _HEADER_BYTES or (size - _HEADER_BYTES) % block):
             raise StoreError(
-                f"store {self.path} is truncated ({size:,} bytes: not a whole number of "
-                f"{int(row[0]):,}-byte blocks); restore a copy, or move it away and let the "
+                f"store {self.path} is truncated ({size:,} bytes of the {expected:,} its header "
+                "counts, cut inside a block); restore a copy, or move it away and let the "
                 "next session start a new store"
             )
 

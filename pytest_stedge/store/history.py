@@ -41,7 +41,8 @@ class Columns:
 
 
 def _names(store: Store, sql: str) -> list[str]:
-    return [str(r[0]) for r in store.db.execute(sql).fetchall()]
+    with store.attached() as db:
+        return [str(r[0]) for r in db.execute(sql).fetchall()]
 
 
 def metric_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) -> Columns:
@@ -67,7 +68,8 @@ def metric_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]
         ORDER BY 1, 2, 3, 4
     """
     params: list[Any] = [list(versions), wanted, wanted]
-    columns = store.db.execute(sql, params).fetchnumpy()
+    with store.attached() as db:
+        columns = db.execute(sql, params).fetchnumpy()
     return Columns(cases=cases, stages=stages, versions=list(versions), metrics=wanted,
                    columns=dict(columns))
 
@@ -113,14 +115,16 @@ def consecutive_changes(store: Store, metrics: Sequence[str], versions: Sequence
                OR options_hash IS DISTINCT FROM base_options)
         ORDER BY base_id, version_id, case_id, stage_id, metric_id
     """
-    columns = store.db.execute(sql, [list(versions), wanted, wanted]).fetchnumpy()
+    with store.attached() as db:
+        columns = db.execute(sql, [list(versions), wanted, wanted]).fetchnumpy()
     return Columns(cases=cases, stages=stages, versions=list(versions), metrics=wanted,
                    columns=dict(columns))
 
 
 def case_paths(store: Store) -> dict[str, str]:
     """``case_name -> case.toml path`` as last stored (for the cases' bands)."""
-    rows = store.db.execute(
-        "SELECT case_name, max(case_path) FROM cases WHERE case_path IS NOT NULL GROUP BY 1"
-    ).fetchall()
+    with store.attached() as db:
+        rows = db.execute(
+            "SELECT case_name, max(case_path) FROM cases WHERE case_path IS NOT NULL GROUP BY 1"
+        ).fetchall()
     return {str(r[0]): str(r[1]) for r in rows}

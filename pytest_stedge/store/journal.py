@@ -35,7 +35,10 @@ if TYPE_CHECKING:
 SUFFIX = ".jsonl"
 RESERVE_BYTES = 8 << 20
 _KEEP_SIZE = 1  # FALLOC_FL_KEEP_SIZE
-_NOT_STORED = ("changes", "update")  # ItemRow fields the store never holds
+_NOT_STORED = ("changes", "update", "baseline_version")  # ItemRow fields the store never holds
+
+
+_ROW_FIELDS = set(ItemRow.__dataclass_fields__)
 
 
 def journal_dir(store_path: Path | str) -> Path:
@@ -57,8 +60,6 @@ class Journal:
     @classmethod
     def create(cls, store_path: Path | str, run: dict[str, Any]) -> Journal:
         """Start the journal of ``run`` (``run_uuid``, ``argv``, ``versions``, ...)."""
-        import fcntl
-
         folder = journal_dir(store_path)
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -66,7 +67,7 @@ class Journal:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot write the journal beside {store_path}: {exc}") from None
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _lock(fd)
         journal = cls(path, fd)
         journal._reserve()
         journal._append({"run": run})
@@ -117,6 +118,16 @@ class Journal:
             step //= 2
 
 
+def _lock(fd: int) -> None:
+    """Take the journal's exclusive lock without waiting (OSError when it is held);
+    where there is no flock (Windows) a live journal cannot be told from a stopped one."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 def _fallocate(fd: int, length: int) -> bool:
     name = ctypes.util.find_library("c")
     if not name or not hasattr(os, "posix_fallocate"):
@@ -157,7 +168,8 @@ def read(path: Path) -> Recovered:
             if "run" in event:
                 run = event["run"]
             elif "item" in event:
-                row = ItemRow.from_dict(event["item"])
+                known = {k: v for k, v in event["item"].items() if k in _ROW_FIELDS}
+                row = ItemRow.from_dict(known)  # a journal of another version: its fields
                 items[row.nodeid] = row
             elif "finish" in event:
                 finish = event["finish"]
@@ -168,8 +180,6 @@ def read(path: Path) -> Recovered:
 
 def stopped_journals(store_path: Path | str) -> Iterator[Path]:
     """Journals beside the store whose session has stopped (nobody holds their flock)."""
-    import fcntl
-
     folder = journal_dir(store_path)
     if not folder.is_dir():
         return
@@ -179,7 +189,7 @@ def stopped_journals(store_path: Path | str) -> Iterator[Path]:
         except OSError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock(fd)
         except OSError:
             continue  # a live session
         finally:

@@ -9,7 +9,8 @@ Keys: sleep (s), spawn (s: two helper processes that call setsid, one double-for
 each sleeping that long), error (true or message; error_code, error_kind, exit_code), crash, hang,
 no_output, truncate [files], garbage [files], inflate_activations (factor),
 extra_sw_epochs (N or [op names]), hybrid_epochs (N), weights_factor (factor),
-validate ({"cos": x} | {"uncorrelated": true}).
+validate ({"cos": x} | {"uncorrelated": true} | {"identical": true}: snr=inf, as real 4.0.0
+logs print for bit-exact outputs).
 """
 
 from __future__ import annotations
