@@ -1,8 +1,9 @@
-"""A store's history as the dashboard reads it: per case, its charted figures by version,
-and every regression and improvement between a case's consecutive versions.
+"""A store's history as the dashboard reads it: per case, its items and charted figures
+by version, and every regression and improvement between a case's consecutive versions.
 
-Built from numpy columns (:mod:`pytest_stedge.store.history`), one case at a time, so a
-store of millions of metric rows costs arrays, not a dict per row.
+Read from numpy columns (:mod:`pytest_stedge.store.history`, where DuckDB has already
+picked the stage and pivoted the metrics), one case at a time, so a store of millions
+of metric rows costs a few arrays, not a dict per row.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .charts import EPOCH_KINDS
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
+    from pytest_stedge.store.history import Columns
 
 CASE_METRICS = (
     "activations_bytes",
@@ -36,43 +38,92 @@ CASE_METRICS = (
 DIRECTED = tuple(name for name, spec in METRICS.items() if spec.direction != "none")
 
 
-def case_values(
-    store: Store, versions: Sequence[str]
-) -> Iterator[tuple[str, dict[str, dict[str, float]]]]:
-    """``(case, version -> metric -> value)`` for every case in name order: the charted
-    metrics of the generate stage when a case has several stages (else the first stage
-    by name that measured the metric)."""
-    from pytest_stedge.store.history import metric_columns
+@dataclass
+class CaseHistory:
+    """One case's newest items by version and stage, as arrays (rows in release order,
+    then by stage name), and its charted figures by version."""
 
-    cols = metric_columns(store, CASE_METRICS, versions)
-    if not len(cols):
-        return
+    name: str
+    versions: list[str]  # every stored version, release order (``version`` indexes it)
+    version: Any  # numpy int array: the row's version
+    stage: list[str]
+    run_id: Any  # numpy int array
+    outcome: list[str]
+    recorded: Any  # numpy bool array
+    values: dict[str, Any]  # metric -> numpy float array by row, NaN when not known
+
+    def by_version(self) -> tuple[list[int], dict[str, list[float | None]]]:
+        """The versions (indices) where any charted figure is known, and each metric's
+        values there (None when not known)."""
+        import numpy as np
+
+        first = np.flatnonzero(np.r_[True, self.version[1:] != self.version[:-1]])
+        known = np.zeros(len(first), dtype=bool)
+        for column in self.values.values():
+            known |= ~np.isnan(column[first])
+        rows = first[known]
+        out = {}
+        for metric, column in self.values.items():
+            picked = column[rows]
+            out[metric] = [None if math.isnan(v) else v for v in picked.tolist()]
+        return self.version[rows].tolist(), out
+
+    def figures(self) -> dict[str, dict[str, float]]:
+        """``version -> metric -> value`` of the known figures."""
+        index, values = self.by_version()
+        out: dict[str, dict[str, float]] = {}
+        for k, v in enumerate(index):
+            out[self.versions[v]] = {m: x for m, column in values.items() if (x := column[k]) is not None}
+        return out
+
+
+def case_table(store: Store, versions: Sequence[str]) -> Columns:
+    """The newest item of every (case, stage, version) with the charted metrics (the
+    generate stage's when a case has several stages, else the first stage by name that
+    measured the metric), as columns: read once, then sliced case by case."""
+    from pytest_stedge.store.history import case_columns
+
+    return case_columns(store, CASE_METRICS, versions)
+
+
+def case_histories(cols: Columns) -> Iterator[CaseHistory]:
+    """Every case of ``cols`` (:func:`case_table`) in name order, one at a time."""
     import numpy as np
 
+    if not len(cols):
+        return
     case = cols.columns["case"]
-    stage = cols.columns["stage"]
-    version = cols.columns["version"]
-    metric = cols.columns["metric"]
-    value = cols.columns["value"]
-    generate = cols.stages.index("generate") if "generate" in cols.stages else -1
     bounds = np.flatnonzero(np.diff(case)) + 1
-    starts = np.concatenate(([0], bounds))
-    ends = np.concatenate((bounds, [len(case)]))
-    for start, end in zip(starts.tolist(), ends.tolist()):
-        out: dict[str, dict[str, float]] = {}
-        chosen: dict[tuple[int, int], int] = {}  # (version, metric) -> stage kept
-        for i in range(start, end):
-            v = float(value[i])
-            if math.isnan(v):
-                continue
-            key = (int(version[i]), int(metric[i]))
-            s = int(stage[i])
-            kept = chosen.get(key)
-            if kept is not None and (kept == generate or s != generate):
-                continue  # rows come stage by stage: the first stage wins unless generate
-            chosen[key] = s
-            out.setdefault(cols.versions[key[0]], {})[cols.metrics[key[1]]] = v
-        yield cols.cases[int(case[start])], out
+    starts = np.concatenate(([0], bounds)).tolist()
+    ends = np.concatenate((bounds, [len(case)])).tolist()
+    for start, end in zip(starts, ends):
+        yield _slice(cols, start, end)
+
+
+def case_history(cols: Columns, name: str) -> CaseHistory | None:
+    """One case of ``cols``, None when it has no stored item."""
+    import numpy as np
+
+    if name not in cols.cases:
+        return None
+    case = cols.columns["case"]
+    k = cols.cases.index(name)
+    start, end = (int(x) for x in np.searchsorted(case, [k, k + 1]))
+    return _slice(cols, start, end) if end > start else None
+
+
+def _slice(cols: Columns, start: int, end: int) -> CaseHistory:
+    c = cols.columns
+    return CaseHistory(
+        name=cols.cases[int(c["case"][start])],
+        versions=cols.versions,
+        version=c["version"][start:end],
+        stage=[cols.stages[s] for s in c["stage"][start:end].tolist()],
+        run_id=c["run_id"][start:end],
+        outcome=[cols.outcomes[o] for o in c["outcome"][start:end].tolist()],
+        recorded=c["recorded"][start:end],
+        values={m: c[m][start:end] for m in CASE_METRICS},
+    )
 
 
 @dataclass
@@ -114,70 +165,39 @@ def release_changes(
     """Regressions, improvements and not-comparable moves between each (case, stage)'s
     consecutive stored versions, with the case's ``[baseline]`` bands when its case.toml
     is still on disk: the ``keep`` largest of each (base, head, kind), and the count of
-    each. Classified on numpy columns: a store where every metric moves every release
-    has millions of them."""
-    import numpy as np
+    each. Classified in the store (a store where every metric moves every release has
+    millions of moves); only the kept ones become Python objects."""
+    from pytest_stedge.store.history import Band, case_paths, release_moves
 
-    from pytest_stedge.store.history import case_paths, consecutive_changes
-
-    cols = consecutive_changes(store, DIRECTED, versions)
-    if not len(cols):
-        return [], {}
-    c = cols.columns
-    old = np.asarray(c["old"], dtype=float)
-    new = np.asarray(c["value"], dtype=float)
-    metric = np.asarray(c["metric"], dtype=np.int64)
-    case = np.asarray(c["case"], dtype=np.int64)
-    comparable = np.asarray(c["comparable"], dtype=bool)
+    bands = [
+        Band(name, metric, band.value, band.relative, text)
+        for name, by_metric in _bands(case_paths(store)).items()
+        for metric, text in by_metric.items()
+        if metric in DIRECTED
+        for band in [parse_band(text)]
+    ]
     default = parse_band(default_band)
-    allowed = np.abs(old) * default.value / 100.0 if default.relative else np.full(len(old), default.value)
-    band_text = np.full(len(old), default_band, dtype=object)
-    for name, bands in _bands(case_paths(store)).items():
-        if name not in cols.cases:
-            continue
-        mine = case == cols.cases.index(name)
-        for metric_name, text in bands.items():
-            if metric_name not in cols.metrics:
-                continue
-            mask = mine & (metric == cols.metrics.index(metric_name))
-            band = parse_band(text)
-            allowed[mask] = np.abs(old[mask]) * band.value / 100.0 if band.relative else band.value
-            band_text[mask] = text
-    valid = ~(np.isnan(old) | np.isnan(new))
-    moved = np.abs(new - old) > allowed + 1e-12 * np.maximum(1.0, np.abs(old))
-    lower = np.array([METRICS[m].direction == "lower" for m in cols.metrics])[metric]
-    worse = np.where(lower, new > old, new < old)
+    cases, stages, groups = release_moves(
+        store, DIRECTED, versions,
+        lower=[m for m in DIRECTED if METRICS[m].direction == "lower"],
+        bands=bands, default=Band("", "", default.value, default.relative, default_band),
+        keep=keep,
+    )
     kinds = (ChangeKind.REGRESSED, ChangeKind.IMPROVED, ChangeKind.NOT_COMPARABLE)
-    kind = np.full(len(old), -1)
-    kind[valid & ~comparable] = 2
-    kind[valid & comparable & moved & worse] = 0
-    kind[valid & comparable & moved & ~worse] = 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        size = np.where(old == 0, np.inf, np.abs((new - old) / np.where(old == 0, 1, old)))
-    base = np.asarray(c["base"], dtype=np.int64)
-    head = np.asarray(c["version"], dtype=np.int64)
-    group = (base * len(cols.versions) + head) * 3 + kind
-    chosen = np.flatnonzero(kind >= 0)
-    order = chosen[np.lexsort((-size[chosen], group[chosen]))]
     counts: dict[tuple[str, str, str], int] = {}
     out: list[Change] = []
-    if not len(order):
-        return out, counts
-    keys, starts, lengths = np.unique(group[order], return_index=True, return_counts=True)
-    for key, start, length in zip(keys.tolist(), starts.tolist(), lengths.tolist()):
-        first = order[start]
-        pair = (cols.versions[int(base[first])], cols.versions[int(head[first])])
-        counts[(*pair, kinds[int(kind[first])].value)] = length
-        for i in order[start : start + min(length, keep)].tolist():
-            out.append(
-                Change(
-                    base=pair[0], head=pair[1], case_name=cols.cases[int(case[i])],
-                    stage=cols.stages[int(c["stage"][i])], metric=cols.metrics[int(metric[i])],
-                    old=float(old[i]), new=float(new[i]), kind=kinds[int(kind[i])],
-                    band=str(band_text[i]), base_run=int(c["base_run"][i]),
-                    head_run=int(c["run_id"][i]),
-                )
+    for base, head, kind, count, top in groups:
+        pair = (versions[base], versions[head])
+        counts[(*pair, kinds[kind].value)] = count
+        out.extend(
+            Change(
+                base=pair[0], head=pair[1], case_name=cases[m["case_id"]],
+                stage=stages[m["stage_id"]], metric=DIRECTED[m["metric_id"]],
+                old=float(m["old"]), new=float(m["new"]), kind=kinds[kind], band=str(m["band"]),
+                base_run=int(m["base_run"]), head_run=int(m["head_run"]),
             )
+            for m in top
+        )
     return out, counts
 
 
