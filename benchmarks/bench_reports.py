@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -186,11 +187,15 @@ def main() -> int:
 # -- issue 18 target 5: the dashboard at 1.8M metric rows --------------------------------
 
 SCALE_DOC = """Dashboard at scale: a store of CASES x VERSIONS x 30 metrics written in bulk by SQL
-(Store.add_items would take minutes), then `stedge dashboard` in a fresh process: wall time
-and peak RSS (targets: 1.8M rows <= 10 s and <= 300 MiB), and the same at a quarter and half
-of the cases and of the versions (linear in both).
+(Store.add_items would take minutes), then `stedge dashboard` in a fresh process: wall time,
+CPU time (user + system, DuckDB's threads included) and peak RSS (targets: 1.8M rows <= 10 s
+and <= 300 MiB), at a tenth, a quarter and half of the cases and at half of the versions
+(linear in both: the last column, time per metric row, stays flat).
 
     python benchmarks/bench_reports.py --scale [--cases 2000] [--versions 30]
+
+The machine's load average is printed before and after: on a shared machine the wall
+time grows with the load, the CPU time much less.
 """
 
 
@@ -237,8 +242,8 @@ def bulk_store(db: Path, bugs_dir: Path, cases: int, versions: list[str]) -> int
         return int(row[0]) if row else 0
 
 
-def _timed_dashboard(db: Path, bugs: Path, out: Path) -> tuple[float, float]:
-    """(seconds, peak RSS MiB) of `stedge dashboard` in its own process."""
+def _timed_dashboard(db: Path, bugs: Path, out: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MiB) of `stedge dashboard` in its own process."""
     import subprocess
 
     code = (
@@ -246,31 +251,41 @@ def _timed_dashboard(db: Path, bugs: Path, out: Path) -> tuple[float, float]:
         "from pytest_stedge.cli.main import main\n"
         "t = time.perf_counter()\n"
         f"main(['dashboard', '--db', {str(db)!r}, '--out', {str(out)!r}, '--corpus', {str(bugs.parent)!r}])\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+        "use = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print(time.perf_counter() - t, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=PROJECT)
-    seconds, rss = proc.stdout.split()[-2:]
-    return float(seconds), float(rss)
+    seconds, cpu, rss = proc.stdout.split()[-3:]
+    return float(seconds), float(cpu), float(rss)
 
 
 def scale(cases: int, versions_count: int) -> None:
+    """Print the dashboard's time and memory at several sizes of store."""
+    import os
+
     print(SCALE_DOC.splitlines()[0])
+    print("load average before: " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    sizes = [(cases // 10, versions_count), (cases // 4, versions_count),
+             (cases // 2, versions_count), (cases, versions_count), (cases, versions_count // 2)]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for c, n in ((cases // 4, versions_count), (cases // 2, versions_count), (cases, versions_count),
-                     (cases, versions_count // 2)):
+        for c, n in sizes:
             versions = [f"{1 + i // 10}.{i % 10}.0" for i in range(n)]
             db = root / f"s{c}-{n}.duckdb"
             t0 = time.perf_counter()
             rows = bulk_store(db, root / "corpus" / "bugs", c, versions)
             built = time.perf_counter() - t0
-            seconds, rss = _timed_dashboard(db, root / "corpus" / "bugs", root / f"site-{c}-{n}")
-            pages = len(list((root / f"site-{c}-{n}").rglob("*.html")))
+            site = root / f"site-{c}-{n}"
+            seconds, cpu, rss = _timed_dashboard(db, root / "corpus" / "bugs", site)
+            pages = list(site.rglob("*.html"))
+            size = sum(p.stat().st_size for p in pages)
             print(f"{c:>5} cases x {n:>2} versions = {rows:>9,} metric rows (bulk store {built:.1f} s): "
-                  f"dashboard {seconds:.2f} s, peak RSS {rss:.0f} MiB, {pages} pages, "
-                  f"{seconds / rows * 1e6:.2f} us/row")
+                  f"dashboard {seconds:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss:.0f} MiB, "
+                  f"{len(pages)} pages ({size / 1e6:.0f} MB), {cpu / rows * 1e6:.2f} us CPU/row")
             db.unlink()
+            shutil.rmtree(site)
+    print("load average after: " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

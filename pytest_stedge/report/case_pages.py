@@ -82,14 +82,14 @@ def write_case(
 def table_rows(history: CaseHistory) -> Markup:
     """The values table's rows: version, stage, run, outcome, then :data:`TABLE`."""
     versions = [_text(v) for v in history.versions]
-    columns = [(history.values[metric].tolist(), how) for metric, how in TABLE]
+    columns = [_formatted(history.values[metric].tolist(), how) for metric, how in TABLE]
+    figures = ['<td class="n">' + '</td><td class="n">'.join(cells) + "</td>" for cells in zip(*columns)]
     out = []
-    for row, (version, stage, run_id, outcome, recorded) in enumerate(zip(
+    for version, stage, run_id, outcome, recorded, cells in zip(
         history.version.tolist(), history.stage, history.run_id.tolist(), history.outcome,
-        history.recorded.tolist(),
-    )):
+        history.recorded.tolist(), figures,
+    ):
         status = _text(outcome)
-        cells = "".join(f'<td class="n">{_cell(values[row], how)}</td>' for values, how in columns)
         out.append(
             f'<tr><td>{versions[version]}</td><td>{_text(stage)}</td><td class="n">{run_id}</td>'
             f'<td class="o-{status}">{status}{" (recorded)" if recorded else ""}</td>{cells}</tr>\n'
@@ -97,12 +97,14 @@ def table_rows(history: CaseHistory) -> Markup:
     return Markup("".join(out))
 
 
-def _cell(value: float, how: str) -> str:
-    if math.isnan(value):  # not known
-        return "—"
+def _formatted(values: list[float], how: str) -> list[str]:
+    """One column's cells (numbers only: nothing to escape); NaN is not known."""
+    isnan = math.isnan
     if how == "ratio":
-        return f"{value:.3f}×"
-    return fmt_metric(value, how) if how else fmt_num(value)
+        return ["—" if isnan(v) else f"{v:.3f}×" for v in values]
+    if how:
+        return ["—" if isnan(v) else fmt_metric(v, how) for v in values]
+    return [fmt_num(v) for v in values]
 
 
 @lru_cache(maxsize=4096)

@@ -108,9 +108,10 @@ def nice_ticks(peak: float, count: int = 5) -> list[float]:
 
 def fmt_num(value: float) -> str:
     """A compact number for chart labels: integers with separators, else 4 digits."""
-    if value == int(value) and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:.4g}"
+    number = float(value)
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:.4g}"
 
 
 def _text_width(text: str) -> float:
@@ -251,8 +252,9 @@ def stacked_chart(
     Rows sharing a group (a case) are drawn together under the group's name; the label
     (a version) is written beside each bar.
     """
-    columns = [[_known(v) for v in p.values] for p in parts]
-    totals = [sum(v for c in columns for v in [c[i]] if v is not None) for i in range(len(rows))]
+    columns = [_known(p.values) for p in parts]
+    by_row = list(zip(*columns)) if columns else [() for _ in rows]
+    totals = [sum(v for v in row if v is not None) for row in by_row]
     peak = max(totals, default=0.0)
     scale = scale_for(unit, peak)
     ticks = [t * scale.factor for t in nice_ticks(peak / scale.factor)]
@@ -282,31 +284,31 @@ def stacked_chart(
         body.append(f'<text x="8" y="{y + 13:.1f}" font-weight="bold"><title>{name}</title>{name}</text>')
     label_x = f"{left - 6:.0f}"
     unknown_x = f"{left + 3:.0f}"
-    colors = [PALETTE[p.color] for p in parts]
-    names = [_escaped(p.name) for p in parts]
-    suffix = _escaped(f" {unit}")
+    marks = [f'" height="12" fill="{PALETTE[p.color]}"><title>' for p in parts]
+    names = [f" · {_escaped(p.name)}: " for p in parts]
+    suffix = _escaped(f" {unit}") + "</title></rect>"
+    length = right - left
     for y, index in bars:
         group, label = rows[index]
-        where = f"{_escaped(group)} · {_escaped(label)} · "
+        text = _escaped(label)
+        where = f"{_escaped(group)} · {text}"
         body.append(
-            f'<text x="{label_x}" y="{y + bar_h - 2:.1f}" text-anchor="end" '
-            f'fill="#555">{_escaped(label)}</text>'
+            f'<text x="{label_x}" y="{y + bar_h - 2:.1f}" text-anchor="end" fill="#555">{text}</text>'
         )
         x = left
         known = False
-        bar_y = f"{y:.1f}"
-        for k, column in enumerate(columns):
-            value = column[index]
+        bar_y = f'" y="{y:.1f}" width="'
+        for k, value in enumerate(by_row[index]):
             if value is None:
                 continue
             known = True
             if value <= 0:
                 continue
-            size = (right - left) * value / span
-            body.append(
-                f'<rect x="{x:.1f}" y="{bar_y}" width="{size:.1f}" height="12" '
-                f'fill="{colors[k]}"><title>{where}{names[k]}: {fmt_num(value)}{suffix}</title></rect>'
+            size = length * value / span
+            number = (  # fmt_num, inlined: this runs for every segment of every case page
+                f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
             )
+            body.append(f'<rect x="{x:.1f}{bar_y}{size:.1f}{marks[k]}{where}{names[k]}{number}{suffix}')
             x += size
         if not known:
             body.append(
@@ -335,7 +337,7 @@ def line_chart(
     zero_based: bool = True,
 ) -> Markup:
     """Lines over categorical x values (toolchain versions); None values leave gaps."""
-    columns = [[_known(v) for v in s.values] for s in series]
+    columns = [_known(s.values) for s in series]
     values = [v for c in columns for v in c if v is not None]
     peak = max(values, default=0.0)
     low = 0.0 if zero_based or not values else min(values)
@@ -357,7 +359,7 @@ def line_chart(
     for s, column in zip(series, columns):
         color = PALETTE[s.color]
         dash = ' stroke-dasharray="5 4"' if s.dashed else ""
-        name = _escaped(s.name)
+        mark = f'" r="3" fill="{color}"><title>{_escaped(s.name)} · '
         segment: list[str] = []
         points: list[str] = []
         for i, value in enumerate(column):
@@ -368,9 +370,11 @@ def line_chart(
                 continue
             x, y = xs[i], f"{bottom - height * (value - low) / span:.1f}"
             segment.append(f"{x},{y}")
+            number = (
+                f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
+            )  # fmt_num, inlined: this runs for every point of every case page
             points.append(
-                f'<circle cx="{x}" cy="{y}" r="3" fill="{color}">'
-                f"<title>{name} · {labels[i]}: {fmt_num(value)}{suffix}</title></circle>"
+                f'<circle cx="{x}" cy="{y}{mark}{labels[i]}: {number}{suffix}</title></circle>'
             )
         if len(segment) > 1:
             points.insert(0, _polyline(segment, color, dash))
@@ -382,9 +386,10 @@ def line_chart(
 _LINE_LEFT, _LINE_RIGHT, _LINE_TOP, _LINE_BOTTOM = 80.0, _WIDTH - 20.0, 36.0, 250.0
 
 
-def _known(value: float | None) -> float | None:
-    """``value`` as a float, None when unknown (None or NaN)."""
-    return None if value is None or math.isnan(value) else float(value)
+def _known(values: Sequence[float | None]) -> list[float | None]:
+    """``values`` as floats, None where unknown (None or NaN)."""
+    isnan = math.isnan
+    return [None if v is None or isnan(v) else float(v) for v in values]
 
 
 @lru_cache(maxsize=4096)

@@ -82,6 +82,12 @@ def _missing(value: Any) -> bool:
 
 def fmt_num(value: float | None) -> str:
     """``1,234`` for whole numbers, 6 significant digits otherwise, ``—`` when unknown."""
+    if isinstance(value, float):  # the common case, first: tables of thousands of values
+        if math.isnan(value):
+            return "—"
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:.6g}"  # inf too: "inf", "-inf"
     if _missing(value):
         return "—"
     assert value is not None

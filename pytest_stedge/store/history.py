@@ -13,6 +13,7 @@ windows over millions of rows spill instead of growing the process.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,8 +65,16 @@ class Columns:
 
 @contextmanager
 def bounded_memory(store: Store, limit: str = QUERY_MEMORY) -> Iterator[None]:
-    """Run the enclosed queries with DuckDB's memory limited to ``limit`` (restored after)."""
+    """Run the enclosed queries with DuckDB's memory limited to ``limit``, when the
+    session's own limit is higher (DuckDB's default is 80% of the machine's memory).
+
+    The session's limit is restored after: DuckDB's default exactly, a limit the session
+    set to the precision DuckDB reports it (``953.6 MiB``)."""
     previous = _memory_limit(store)
+    current = _bytes(previous)
+    if current is not None and current <= (_bytes(limit) or 0):
+        yield
+        return
     store.db.execute(f"SET memory_limit = '{limit}'")
     try:
         yield
@@ -78,6 +87,17 @@ def bounded_memory(store: Store, limit: str = QUERY_MEMORY) -> Iterator[None]:
 def _memory_limit(store: Store) -> str:
     row = store.db.execute("SELECT current_setting('memory_limit')").fetchone()
     return str(row[0]) if row else ""
+
+
+_UNITS = {"": 1, "b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _bytes(text: str) -> float | None:
+    """``"953.6 MiB"`` (as DuckDB shows a limit) in bytes; None when not a size."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", text)
+    unit = _UNITS.get(match.group(2).lower()) if match else None
+    return float(match.group(1)) * unit if match and unit else None
 
 
 def _fetch(store: Store, sql: str, params: dict[str, Any]) -> dict[str, Any]:
