@@ -12,7 +12,7 @@ import pytest
 from test_html_reports import Page
 
 from pytest_stedge.report import render_dashboard
-from pytest_stedge.report.history import release_changes
+from pytest_stedge.report.history import case_table, release_changes
 from pytest_stedge.store.database import ItemRow, Store
 
 BANDED_TOML = """\
@@ -72,7 +72,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         limits.append(_limit(store))
         store.db.execute("SET memory_limit = '100MB'")  # below the dashboard's own bound
         limits.append(_limit(store))
-        changes = release_changes(store, ["1.0.0", "2.0.0"], keep=1)
+        changes = release_changes(store, case_table(store, ["1.0.0", "2.0.0"]), keep=1)
         limits.append(_limit(store))
     return {"db": db, "site": site, "limits": limits, "kept": changes}
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_stedge.diff import ChangeKind, parse_band
+from pytest_stedge.diff import Band, ChangeKind, parse_band
 from pytest_stedge.result import METRICS
 
 from .charts import EPOCH_KINDS
@@ -77,42 +77,75 @@ class CaseHistory:
         return out
 
 
-def case_table(store: Store, versions: Sequence[str]) -> Columns:
-    """The newest item of every (case, stage, version) with the charted metrics (the
-    generate stage's when a case has several stages, else the first stage by name that
-    measured the metric), as columns: read once, then sliced case by case."""
-    from pytest_stedge.store.history import case_columns
+@dataclass
+class HistoryTable:
+    """The store's history as columns (:func:`pytest_stedge.store.history.item_columns`)
+    plus, for each charted metric, the value a case page shows on each row: its generate
+    stage's at that version when that is known, else its first stage's by name that
+    measured it."""
 
-    return case_columns(store, CASE_METRICS, versions)
+    cols: Columns
+    shown: dict[str, Any]  # metric -> numpy float array by row, NaN when not known
 
 
-def case_histories(cols: Columns) -> Iterator[CaseHistory]:
-    """Every case of ``cols`` (:func:`case_table`) in name order, one at a time."""
+def case_table(store: Store, versions: Sequence[str]) -> HistoryTable:
+    """The newest item of every (case, stage, version) with the charted and the directed
+    metrics: read once, then sliced case by case and compared version by version."""
+    from pytest_stedge.store.history import item_columns
+
+    metrics = [*CASE_METRICS, *(m for m in DIRECTED if m not in CASE_METRICS)]
+    cols = item_columns(store, metrics, versions)
+    return HistoryTable(cols, {m: _shown(cols, m) for m in CASE_METRICS})
+
+
+def _shown(cols: Columns, metric: str) -> Any:
+    """Per row, the value of ``metric`` its (case, version) shows (see :class:`HistoryTable`)."""
     import numpy as np
 
-    if not len(cols):
+    c = cols.columns
+    values = c[metric]
+    rows = len(values)
+    if not rows:
+        return values
+    case, version, stage = c["case"], c["version"], c["stage"]
+    starts = np.flatnonzero(np.r_[True, (case[1:] != case[:-1]) | (version[1:] != version[:-1])])
+    generate = cols.stages.index("generate") if "generate" in cols.stages else -1
+    rank = np.where(stage == generate, 0, stage.astype(np.int64) + 1)  # generate, then by name
+    unknown = len(cols.stages) + 1
+    key = np.where(np.isnan(values), unknown, rank) * rows + np.arange(rows)
+    best = np.minimum.reduceat(key, starts)
+    picked = np.where(best // rows < unknown, values[best % rows], np.nan)
+    return np.repeat(picked, np.diff(np.r_[starts, rows]))
+
+
+def case_histories(table: HistoryTable) -> Iterator[CaseHistory]:
+    """Every case of ``table`` in name order, one at a time."""
+    import numpy as np
+
+    if not len(table.cols):
         return
-    case = cols.columns["case"]
+    case = table.cols.columns["case"]
     bounds = np.flatnonzero(np.diff(case)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
     ends = np.concatenate((bounds, [len(case)])).tolist()
     for start, end in zip(starts, ends):
-        yield _slice(cols, start, end)
+        yield _slice(table, start, end)
 
 
-def case_history(cols: Columns, name: str) -> CaseHistory | None:
-    """One case of ``cols``, None when it has no stored item."""
+def case_history(table: HistoryTable, name: str) -> CaseHistory | None:
+    """One case of ``table``, None when it has no stored item."""
     import numpy as np
 
+    cols = table.cols
     if name not in cols.cases:
         return None
-    case = cols.columns["case"]
     k = cols.cases.index(name)
-    start, end = (int(x) for x in np.searchsorted(case, [k, k + 1]))
-    return _slice(cols, start, end) if end > start else None
+    start, end = (int(x) for x in np.searchsorted(cols.columns["case"], [k, k + 1]))
+    return _slice(table, start, end) if end > start else None
 
 
-def _slice(cols: Columns, start: int, end: int) -> CaseHistory:
+def _slice(table: HistoryTable, start: int, end: int) -> CaseHistory:
+    cols = table.cols
     c = cols.columns
     return CaseHistory(
         name=cols.cases[int(c["case"][start])],
@@ -122,7 +155,7 @@ def _slice(cols: Columns, start: int, end: int) -> CaseHistory:
         run_id=c["run_id"][start:end],
         outcome=[cols.outcomes[o] for o in c["outcome"][start:end].tolist()],
         recorded=c["recorded"][start:end],
-        values={m: c[m][start:end] for m in CASE_METRICS},
+        values={m: column[start:end] for m, column in table.shown.items()},
     )
 
 
@@ -159,46 +192,131 @@ class Change:
         return math.inf if pct is None else abs(pct)
 
 
+KINDS = (ChangeKind.REGRESSED, ChangeKind.IMPROVED, ChangeKind.NOT_COMPARABLE)
+
+
 def release_changes(
-    store: Store, versions: Sequence[str], default_band: str = "0", *, keep: int = 100
+    store: Store, table: HistoryTable, default_band: str = "0", *, keep: int = 100
 ) -> tuple[list[Change], dict[tuple[str, str, str], int]]:
     """Regressions, improvements and not-comparable moves between each (case, stage)'s
-    consecutive stored versions, with the case's ``[baseline]`` bands when its case.toml
-    is still on disk: the ``keep`` largest of each (base, head, kind), and the count of
-    each. Classified in the store (a store where every metric moves every release has
-    millions of moves); only the kept ones become Python objects."""
-    from pytest_stedge.store.history import Band, case_paths, release_moves
+    consecutive stored versions of a metric, with the case's ``[baseline]`` bands when
+    its case.toml is still on disk: the ``keep`` largest of each (base, head, kind), and
+    the count of each.
 
-    bands = [
-        Band(name, metric, band.value, band.relative, text)
-        for name, by_metric in _bands(case_paths(store)).items()
-        for metric, text in by_metric.items()
-        if metric in DIRECTED
-        for band in [parse_band(text)]
-    ]
+    A value moved when ``|new - old|`` exceeds its band (relative bands in percent of the
+    old value). Two versions compare when the model sha256 and options hash are both
+    known and the same; otherwise any move or change of identity is not comparable.
+    Classified on numpy columns, one metric at a time (a store where every metric moves
+    every release has millions of moves); only the kept ones become Python objects."""
+    import numpy as np
+
+    from pytest_stedge.store.history import case_paths
+
+    cols = table.cols
+    if not len(cols):
+        return [], {}
+    c = cols.columns
+    case, stage, version = c["case"], c["stage"], c["version"]
+    order = np.lexsort((version, stage, case))  # each (case, stage) by version
+    bands = _bands(case_paths(store))
     default = parse_band(default_band)
-    cases, stages, groups = release_moves(
-        store, DIRECTED, versions,
-        lower=[m for m in DIRECTED if METRICS[m].direction == "lower"],
-        bands=bands, default=Band("", "", default.value, default.relative, default_band),
-        keep=keep,
-    )
-    kinds = (ChangeKind.REGRESSED, ChangeKind.IMPROVED, ChangeKind.NOT_COMPARABLE)
-    counts: dict[tuple[str, str, str], int] = {}
-    out: list[Change] = []
-    for base, head, kind, count, top in groups:
-        pair = (versions[base], versions[head])
-        counts[(*pair, kinds[kind].value)] = count
-        out.extend(
-            Change(
-                base=pair[0], head=pair[1], case_name=cases[m["case_id"]],
-                stage=stages[m["stage_id"]], metric=DIRECTED[m["metric_id"]],
-                old=float(m["old"]), new=float(m["new"]), kind=kinds[kind], band=str(m["band"]),
-                base_run=int(m["base_run"]), head_run=int(m["head_run"]),
-            )
-            for m in top
-        )
-    return out, counts
+    shape = (len(cols.versions), len(cols.versions), len(KINDS))
+    counts = np.zeros(shape, dtype=np.int64)
+    found = []  # per metric: (group, size, case, stage, metric, base row, head row) kept
+    for metric_id, metric in enumerate(DIRECTED):
+        if metric not in cols.stored:
+            continue
+        rows = order[cols.stored[metric][order]]
+        base, head = rows[:-1], rows[1:]
+        same = (case[base] == case[head]) & (stage[base] == stage[head])
+        base, head = base[same], head[same]
+        kind, size = _classify(cols, metric, base, head, bands, default)
+        chosen = kind >= 0
+        base, head, kind, size = base[chosen], head[chosen], kind[chosen], size[chosen]
+        group = (version[base].astype(np.int64) * len(cols.versions) + version[head]) * len(KINDS) + kind
+        counts += np.bincount(group, minlength=counts.size).reshape(shape)
+        top = _largest(group, size, case[head], stage[head], keep)
+        found.append((group[top], size[top], case[head][top], stage[head][top],
+                      np.full(len(top), metric_id), base[top], head[top]))
+    if not found:
+        return [], {}
+    group, size, case_of, stage_of, metric_of, base, head = (np.concatenate(x) for x in zip(*found))
+    top = _largest(group, size, case_of, stage_of, keep, metric_of)
+    bands_text = _band_texts(cols, bands)
+    out = []
+    for i in top.tolist():
+        b, h = int(base[i]), int(head[i])
+        metric = DIRECTED[int(metric_of[i])]
+        out.append(Change(
+            base=cols.versions[int(version[b])], head=cols.versions[int(version[h])],
+            case_name=cols.cases[int(case[h])], stage=cols.stages[int(stage[h])], metric=metric,
+            old=float(c[metric][b]), new=float(c[metric][h]),
+            kind=KINDS[int(group[i]) % len(KINDS)],
+            band=bands_text.get((int(case[h]), metric), default_band),
+            base_run=int(c["run_id"][b]), head_run=int(c["run_id"][h]),
+        ))
+    totals = {
+        (cols.versions[b], cols.versions[h], KINDS[k].value): int(counts[b, h, k])
+        for b, h, k in zip(*np.nonzero(counts))
+    }
+    return out, totals
+
+
+def _classify(
+    cols: Columns, metric: str, base: Any, head: Any, bands: Mapping[str, Mapping[str, str]],
+    default: Band,
+) -> tuple[Any, Any]:
+    """Per (base row, head row): kind (index into :data:`KINDS`, -1 when no change) and
+    relative size (a move from 0 is infinite)."""
+    import numpy as np
+
+    c = cols.columns
+    old, new = c[metric][base], c[metric][head]
+    identity = c["identity"]
+    same_identity = identity[base] == identity[head]
+    comparable = same_identity & c["known_identity"][head]
+    value = np.full(len(cols.cases), default.value)
+    relative = np.full(len(cols.cases), default.relative)
+    for k, name in enumerate(cols.cases):
+        text = bands.get(name, {}).get(metric)
+        if text is not None:
+            band = parse_band(text)
+            value[k], relative[k] = band.value, band.relative
+    cases = c["case"][head]
+    allowed = np.where(relative[cases], np.abs(old) * value[cases] / 100.0, value[cases])
+    valid = ~(np.isnan(old) | np.isnan(new))
+    moved = np.abs(new - old) > allowed + 1e-12 * np.maximum(1.0, np.abs(old))
+    worse = new > old if METRICS[metric].direction == "lower" else new < old
+    kind = np.full(len(old), -1)
+    kind[valid & ~comparable & ((old != new) | ~same_identity)] = 2
+    kind[valid & comparable & moved & worse] = 0
+    kind[valid & comparable & moved & ~worse] = 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = np.where(old == 0, np.inf, np.abs((new - old) / np.where(old == 0, 1, old)))
+    return kind, size
+
+
+def _largest(group: Any, size: Any, case: Any, stage: Any, keep: int, metric: Any = None) -> Any:
+    """Indices of the ``keep`` largest of each group (groups in order, each largest first;
+    ties by case, stage, then metric)."""
+    import numpy as np
+
+    ties = (stage, case) if metric is None else (metric, stage, case)
+    order = np.lexsort((*ties, -size, group))  # the last key sorts first
+    ordered = group[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    return order[rank < keep]
+
+
+def _band_texts(cols: Columns, bands: Mapping[str, Mapping[str, str]]) -> dict[tuple[int, str], str]:
+    """``(case index, metric) -> band text`` of the cases' own bands."""
+    index = {name: k for k, name in enumerate(cols.cases)}
+    return {
+        (index[name], metric): text
+        for name, by_metric in bands.items() if name in index
+        for metric, text in by_metric.items()
+    }
 
 
 def _bands(paths: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -93,7 +93,7 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
     versions = sorted_versions(stored_versions(store))
     order = {v: k for k, v in enumerate(versions)}
     cases = case_table(store, versions)
-    case_pages = {name: f"{slug(name)}.html" for name in cases.cases}
+    case_pages = {name: f"{slug(name)}.html" for name in cases.cols.cases}
     found = finding_columns(store)
     bugs = known_bugs(bugs_dir, found.metrics)
     pages = {b.id: b.page for b in bugs}
@@ -125,9 +125,9 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
         write_case(out, history, file, seen.get(history.name, {}), pages)
         newest = int(history.version[-1])  # rows by version then stage: the last is newest
         listed.append((history.name, file, versions[newest], history.outcome[-1]))
-    del cases
 
-    changes, counts = release_changes(store, versions, keep=CHANGES_SHOWN)
+    changes, counts = release_changes(store, cases, keep=CHANGES_SHOWN)
+    del cases
     pairs = _write_changes(render, out, changes, counts, case_pages, order)
     matrix = [rows[b.id] for b in bugs]
     render(

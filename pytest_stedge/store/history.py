@@ -1,9 +1,9 @@
 """Column-wise reads of a whole store's history, for the dashboard.
 
 A dashboard over millions of metric rows cannot afford a Python object per row: these
-queries do the per-row work in DuckDB and return numpy columns (``fetchnumpy``) with
-names encoded as small integers, plus the name tables. Rows are the newest non-skipped
-item of every (case, stage, version).
+queries do the per-row work in DuckDB (the newest non-skipped item of every (case, stage,
+version), its metric rows pivoted into one row) and return numpy columns
+(``fetchnumpy``) with names encoded as small integers, plus the name tables.
 
 Every statement is one plain SELECT over the store's tables (no temporary tables, no
 writes), so a store attached through DuckDB's postgres scanner or DuckLake runs it too.
@@ -57,6 +57,7 @@ class Columns:
     metrics: list[str]
     columns: dict[str, Any]  # name -> numpy array
     outcomes: list[str] = field(default_factory=list)
+    stored: dict[str, Any] = field(default_factory=dict)  # metric -> bool array: a value is stored
 
     def __len__(self) -> int:
         first = next(iter(self.columns.values()), ())
@@ -126,161 +127,53 @@ def stored_versions(store: Store) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def case_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) -> Columns:
-    """The newest item of every (case, stage, version), sorted by case, version (release
-    order) and stage: columns ``case``, ``version``, ``stage``, ``outcome`` (indices),
-    ``run_id``, ``recorded``, and one column per metric of ``metrics`` named after it.
+def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) -> Columns:
+    """The newest item of every (case, stage, version) with its ``metrics``, one row
+    each, sorted by case, version (release order) and stage.
 
-    A metric's value is that of the case's generate stage at that version when it has
-    one, else of its first stage by name that measured it; every stage row of a
-    version carries the same values (NaN when no stage measured it, or a NaN was stored).
+    Columns: ``case``, ``version``, ``stage``, ``outcome`` (indices), ``run_id``,
+    ``recorded``, ``identity`` (equal for equal model sha256 and options hash) and
+    ``known_identity`` (both are stored), then one float column per metric named after
+    it (NaN when not stored; ``stored`` tells a stored NaN from a missing value).
 
     :param versions: every stored toolchain version, in release order.
     """
+    import numpy as np
+
     wanted = list(metrics)
-    picks = ",\n".join(
-        f"arg_min(m.value, l.pick) FILTER (WHERE m.metric = $metrics[{k + 1}]) AS m{k}"
+    values = ",\n".join(
+        f"max(m.value) FILTER (WHERE m.metric = $metrics[{k + 1}]) AS m{k}"
         for k in range(len(wanted))
     )
-    values = ", ".join(f"coalesce(w.m{k}, 'nan'::DOUBLE) AS m{k}" for k in range(len(wanted)))
+    # one integer per item to group its metric rows by (cheaper than run id + node id)
     sql = f"""
-        WITH ranked AS (
-            SELECT *, CASE WHEN stage = 'generate' THEN -1 ELSE stage_id END AS pick
-            FROM ({_RANKED})
-        ),
+        WITH ranked AS (SELECT *, row_number() OVER () AS item FROM ({_RANKED})),
         wide AS (
-            SELECT l.case_id, l.version_id, {picks}
+            SELECT l.item, {values}
             FROM ranked l JOIN metrics m USING (run_id, nodeid)
-            WHERE list_contains($metrics, m.metric) AND NOT isnan(m.value)
-            GROUP BY l.case_id, l.version_id
+            WHERE list_contains($metrics, m.metric)
+            GROUP BY l.item
         )
         SELECT l.case_id AS "case", l.version_id AS version, l.stage_id AS stage,
-               l.outcome_id AS outcome, l.run_id, l.recorded, {values}
-        FROM ranked l LEFT JOIN wide w USING (case_id, version_id)
+               l.outcome_id AS outcome, l.run_id, l.recorded, l.identity, l.known_identity,
+               w.* EXCLUDE (item)
+        FROM ranked l LEFT JOIN wide w USING (item)
         ORDER BY l.case_id, l.version_id, l.stage_id
     """
     raw = _fetch(store, sql, {"versions": list(versions), "metrics": wanted})
-    columns = {k: raw[k] for k in ("case", "version", "stage", "outcome", "run_id", "recorded")}
-    columns.update({name: raw[f"m{k}"] for k, name in enumerate(wanted)})
+    keys = ("case", "version", "stage", "outcome", "run_id", "recorded", "identity",
+            "known_identity")
+    columns = {k: np.ma.getdata(raw[k]) for k in keys}
+    stored = {}
+    for k, name in enumerate(wanted):
+        column = raw[f"m{k}"]
+        stored[name] = ~np.ma.getmaskarray(column)
+        columns[name] = np.where(stored[name], np.ma.getdata(column), np.nan).astype(float)
     return Columns(
         cases=_names(store, "case_name"), stages=_names(store, "stage"),
         versions=list(versions), metrics=wanted, columns=columns,
-        outcomes=_names(store, "outcome"),
+        outcomes=_names(store, "outcome"), stored=stored,
     )
-
-
-@dataclass(frozen=True)
-class Band:
-    """A case's band for one metric (``pytest_stedge.diff.Band`` as SQL parameters)."""
-
-    case_name: str
-    metric: str
-    value: float
-    relative: bool
-    text: str
-
-
-def release_moves(
-    store: Store,
-    metrics: Sequence[str],
-    versions: Sequence[str],
-    *,
-    lower: Sequence[str],
-    bands: Sequence[Band],
-    default: Band,
-    keep: int,
-) -> tuple[list[str], list[str], list[tuple[int, int, int, int, list[dict[str, Any]]]]]:
-    """Regressions (kind 0), improvements (1) and not-comparable moves (2) of ``metrics``
-    between every (case, stage)'s consecutive stored versions, classified in DuckDB.
-
-    A value moved when ``|new - old|`` exceeds its band (the case's, else ``default``;
-    relative bands in percent of the old value); ``lower`` metrics regress upwards, the
-    others downwards. Two versions compare when the model sha256 and options hash are
-    both known and the same; otherwise any move or identity change is not comparable.
-
-    :returns: ``(cases, stages, groups)``, each group ``(base, head, kind, count, top)``
-        with versions as indices into ``versions`` and ``top`` the ``keep`` largest moves
-        (relative size, a move from 0 first; then by case, stage, metric), each a dict of
-        ``case_id, stage_id, metric_id, old, new, band, base_run, head_run``; groups by
-        head, base and kind.
-    """
-    sql = f"""
-        WITH ranked AS ({_RANKED}),
-        joined AS (
-            SELECT l.case_id, l.stage_id, l.version_id, l.run_id, l.identity,
-                   l.known_identity, list_position($metrics, m.metric) - 1 AS metric_id,
-                   m.value
-            FROM ranked l JOIN metrics m USING (run_id, nodeid)
-            WHERE list_contains($metrics, m.metric)
-        ),
-        paired AS (
-            SELECT *, lag(version_id) OVER w AS base_id, lag(value) OVER w AS old,
-                   lag(run_id) OVER w AS base_run, lag(identity) OVER w AS base_identity
-            FROM joined
-            WINDOW w AS (PARTITION BY case_id, stage_id, metric_id ORDER BY version_id)
-        ),
-        bands AS (
-            SELECT DISTINCT r.case_id, list_position($metrics, b.metric) - 1 AS metric_id,
-                   b.band_value, b.band_relative, b.band
-            FROM (SELECT unnest($band_cases::VARCHAR[]) AS case_name,
-                         unnest($band_metrics::VARCHAR[]) AS metric,
-                         unnest($band_values::DOUBLE[]) AS band_value,
-                         unnest($band_relative::BOOLEAN[]) AS band_relative,
-                         unnest($band_texts::VARCHAR[]) AS band) b
-            JOIN ranked r USING (case_name)
-        ),
-        moves AS (
-            SELECT p.*, p.identity = p.base_identity AND p.known_identity AS comparable,
-                   coalesce(b.band, $default_text) AS band,
-                   CASE WHEN coalesce(b.band_relative, $default_relative)
-                        THEN abs(p.old) * coalesce(b.band_value, $default_value) / 100.0
-                        ELSE coalesce(b.band_value, $default_value) END AS allowed,
-                   list_contains($lower, p.metric_id) AS lower_better
-            FROM paired p LEFT JOIN bands b USING (case_id, metric_id)
-            WHERE p.base_id IS NOT NULL AND NOT isnan(p.old) AND NOT isnan(p.value)
-              AND (p.old <> p.value OR p.identity <> p.base_identity)
-        ),
-        classified AS (
-            SELECT *,
-                CASE WHEN NOT comparable THEN 2
-                     WHEN abs(value - old) <= allowed + 1e-12 * greatest(1.0, abs(old)) THEN -1
-                     WHEN (lower_better AND value > old) OR (NOT lower_better AND value < old)
-                          THEN 0
-                     ELSE 1 END AS kind,
-                CASE WHEN old = 0 THEN 'inf'::DOUBLE ELSE abs((value - old) / old) END AS size
-            FROM moves
-        )
-        SELECT base_id, version_id, kind, count(*) AS n,
-               min_by(struct_pack(case_id := case_id, stage_id := stage_id,
-                                  metric_id := metric_id, old := old, new := value,
-                                  band := band, base_run := base_run, head_run := run_id),
-                      struct_pack(s := -size, c := case_id, t := stage_id, m := metric_id),
-                      $keep) AS top
-        FROM classified WHERE kind >= 0
-        GROUP BY ALL ORDER BY version_id, base_id, kind
-    """
-    wanted = list(metrics)
-    params = {
-        "versions": list(versions),
-        "metrics": wanted,
-        "lower": [k for k, m in enumerate(wanted) if m in set(lower)],
-        "band_cases": [b.case_name for b in bands],
-        "band_metrics": [b.metric for b in bands],
-        "band_values": [b.value for b in bands],
-        "band_relative": [b.relative for b in bands],
-        "band_texts": [b.text for b in bands],
-        "default_text": default.text,
-        "default_value": default.value,
-        "default_relative": default.relative,
-        "keep": max(1, int(keep)),
-    }
-    try:
-        with bounded_memory(store):
-            rows = store.db.execute(sql, params).fetchall()
-    except duckdb.OutOfMemoryException:
-        rows = store.db.execute(sql, params).fetchall()
-    groups = [(int(b), int(h), int(k), int(n), list(top)) for b, h, k, n, top in rows]
-    return _names(store, "case_name"), _names(store, "stage"), groups
 
 
 def finding_columns(store: Store) -> Columns:
