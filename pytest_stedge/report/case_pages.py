@@ -21,7 +21,6 @@ from markupsafe import Markup, escape
 from . import charts
 from .charts import EPOCH_KINDS, HYBRID_NOTE, Series
 from .data import _h, epochs_chart
-from .render import fmt_metric, fmt_num
 
 if TYPE_CHECKING:
     from .history import CaseHistory
@@ -103,8 +102,13 @@ def _formatted(values: list[float], how: str) -> list[str]:
     if how == "ratio":
         return ["—" if isnan(v) else f"{v:.3f}×" for v in values]
     if how:
-        return ["—" if isnan(v) else fmt_metric(v, how) for v in values]
-    return [fmt_num(v) for v in values]
+        return ["—" if isnan(v) else f"{_number(v)} {how}" for v in values]
+    return ["—" if isnan(v) else _number(v) for v in values]
+
+
+def _number(value: float) -> str:
+    """:func:`pytest_stedge.report.render.fmt_num` of a known float (inlined for speed)."""
+    return f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
 
 
 @lru_cache(maxsize=4096)

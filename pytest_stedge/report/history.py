@@ -51,21 +51,18 @@ class CaseHistory:
     outcome: list[str]
     recorded: Any  # numpy bool array
     values: dict[str, Any]  # metric -> numpy float array by row, NaN when not known
+    charted: Any  # numpy bool array: the row is its version's first and a figure is known
 
     def by_version(self) -> tuple[list[int], dict[str, list[float | None]]]:
         """The versions (indices) where any charted figure is known, and each metric's
         values there (None when not known)."""
         import numpy as np
 
-        first = np.flatnonzero(np.r_[True, self.version[1:] != self.version[:-1]])
-        known = np.zeros(len(first), dtype=bool)
-        for column in self.values.values():
-            known |= ~np.isnan(column[first])
-        rows = first[known]
+        rows = np.flatnonzero(self.charted)
+        isnan = math.isnan
         out = {}
         for metric, column in self.values.items():
-            picked = column[rows]
-            out[metric] = [None if math.isnan(v) else v for v in picked.tolist()]
+            out[metric] = [None if isnan(v) else v for v in column[rows].tolist()]
         return self.version[rows].tolist(), out
 
     def figures(self) -> dict[str, dict[str, float]]:
@@ -86,6 +83,7 @@ class HistoryTable:
 
     cols: Columns
     shown: dict[str, Any]  # metric -> numpy float array by row, NaN when not known
+    charted: Any  # numpy bool array: first row of its (case, version), a figure known
 
 
 def case_table(store: Store, versions: Sequence[str]) -> HistoryTable:
@@ -94,8 +92,14 @@ def case_table(store: Store, versions: Sequence[str]) -> HistoryTable:
     from pytest_stedge.store.history import item_columns
 
     metrics = [*CASE_METRICS, *(m for m in DIRECTED if m not in CASE_METRICS)]
+    import numpy as np
+
     cols = item_columns(store, metrics, versions)
-    return HistoryTable(cols, {m: _shown(cols, m) for m in CASE_METRICS})
+    shown = {m: _shown(cols, m) for m in CASE_METRICS}
+    case, version = cols.columns["case"], cols.columns["version"]
+    charted = np.r_[True, (case[1:] != case[:-1]) | (version[1:] != version[:-1])][: len(case)]
+    charted &= np.logical_or.reduce([~np.isnan(v) for v in shown.values()])
+    return HistoryTable(cols, shown, charted)
 
 
 def _shown(cols: Columns, metric: str) -> Any:
@@ -156,6 +160,7 @@ def _slice(table: HistoryTable, start: int, end: int) -> CaseHistory:
         outcome=[cols.outcomes[o] for o in c["outcome"][start:end].tolist()],
         recorded=c["recorded"][start:end],
         values={m: column[start:end] for m, column in table.shown.items()},
+        charted=table.charted[start:end],
     )
 
 
