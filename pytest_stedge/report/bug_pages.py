@@ -106,7 +106,7 @@ def bug_findings(cols: Columns) -> Iterator[tuple[str, list[FindingView], dict[i
     starts = np.concatenate(([0], bounds)).tolist()
     ends = np.concatenate((bounds, [len(bug)])).tolist()
     for start, end in zip(starts, ends):
-        bug_id = cols.metrics[int(bug[start])]
+        bug_id = cols.bugs[int(bug[start])]
         views = []
         started: dict[int, str] = {}
         for i in range(start, end):

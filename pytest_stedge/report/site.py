@@ -95,18 +95,18 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
     cases = case_table(store, versions)
     case_pages = {name: f"{slug(name)}.html" for name in cases.cols.cases}
     found = finding_columns(store)
-    bugs = known_bugs(bugs_dir, found.metrics)
+    bugs = known_bugs(bugs_dir, found.bugs)
     pages = {b.id: b.page for b in bugs}
 
     # bug pages, one bug's findings at a time; keep its matrix row and what it saw
     rows: dict[str, MatrixRow] = {}
     seen: dict[str, dict[str, str]] = {}  # case -> bug -> status, from reproducers only
     by_id = {b.id: b for b in bugs}
-    streamed = bug_findings(found)
-    none: list[tuple[str, list[FindingView], dict[int, str]]] = [
-        (b.id, [], {}) for b in bugs if b.id not in set(found.metrics)
+    with_findings = set(found.bugs)
+    without: list[tuple[str, list[FindingView], dict[int, str]]] = [
+        (b.id, [], {}) for b in bugs if b.id not in with_findings
     ]
-    for bug_id, findings, started in itertools.chain(streamed, none):
+    for bug_id, findings, started in itertools.chain(bug_findings(found), without):
         bug = by_id[bug_id]
         rows[bug_id] = row = matrix_row(bug, findings, versions)
         statuses_seen(bug, findings, seen)

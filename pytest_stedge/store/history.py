@@ -7,8 +7,8 @@ version), its metric rows pivoted into one row) and return numpy columns
 
 Every statement is one plain SELECT over the store's tables (no temporary tables, no
 writes), so a store attached through DuckDB's postgres scanner or DuckLake runs it too.
-While they run, DuckDB's memory is bounded (:func:`bounded_memory`): the joins and
-windows over millions of rows spill instead of growing the process.
+While they run, DuckDB's memory is bounded (:func:`bounded_memory`): the join and the
+aggregation over millions of metric rows spill instead of growing the process.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ QUERY_MEMORY = "160MB"  # DuckDB's budget while these queries run (it spills pas
 
 @dataclass
 class Columns:
-    """Rows as numpy columns; ``case``, ``stage``, ``outcome``, ``version`` and ``metric``
+    """Rows as numpy columns; the ``case``, ``stage``, ``outcome``, ``version`` and ``bug``
     columns index into the name lists (``versions`` in the caller's release order)."""
 
     cases: list[str]
@@ -58,6 +58,7 @@ class Columns:
     columns: dict[str, Any]  # name -> numpy array
     outcomes: list[str] = field(default_factory=list)
     stored: dict[str, Any] = field(default_factory=dict)  # metric -> bool array: a value is stored
+    bugs: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         first = next(iter(self.columns.values()), ())
@@ -180,8 +181,7 @@ def finding_columns(store: Store) -> Columns:
     """Every stored finding with its run's start, by bug id, then newest run first, case
     and version: columns ``bug``, ``case``, ``stage``, ``version`` (indices; version -1
     when not stored), ``run_id``, and as text ``status``, ``evidence`` (JSON, empty when
-    none) and ``started_at`` (``YYYY-MM-DD HH:MM:SS``). ``metrics`` holds the bug ids; ``versions`` the stored versions
-    by name."""
+    none) and ``started_at`` (``YYYY-MM-DD HH:MM:SS``); ``versions`` by name."""
     sql = """
         SELECT dense_rank() OVER (ORDER BY f.bug_id) - 1 AS bug,
                dense_rank() OVER (ORDER BY f.case_name) - 1 AS "case",
@@ -202,7 +202,7 @@ def finding_columns(store: Store) -> Columns:
         return [str(r[0]) for r in rows]
 
     return Columns(cases=names("case_name"), stages=names("stage"), versions=names("version"),
-                   metrics=names("bug_id"), columns=columns)
+                   metrics=[], columns=columns, bugs=names("bug_id"))
 
 
 def case_paths(store: Store) -> dict[str, str]:
