@@ -112,11 +112,15 @@ def _fetch(store: Store, sql: str, params: dict[str, Any]) -> dict[str, Any]:
         return dict(store.db.execute(sql, params).fetchnumpy())
 
 
-def _names(store: Store, column: str) -> list[str]:
-    rows = store.db.execute(
-        f"SELECT DISTINCT {column} FROM ({_LATEST}) ORDER BY {column}"
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+def _names(store: Store) -> tuple[list[str], list[str], list[str]]:
+    """The latest items' case, stage and outcome names, each sorted (the order of the
+    ``case_id``, ``stage_id`` and ``outcome_id`` of :data:`_RANKED`)."""
+    row = store.db.execute(
+        "SELECT list(DISTINCT case_name ORDER BY case_name), list(DISTINCT stage ORDER BY stage), "
+        f"list(DISTINCT outcome ORDER BY outcome) FROM ({_LATEST})"
+    ).fetchone()
+    cases, stages, outcomes = row if row else ([], [], [])
+    return [str(x) for x in cases or []], [str(x) for x in stages or []], [str(x) for x in outcomes or []]
 
 
 def stored_versions(store: Store) -> list[str]:
@@ -170,10 +174,10 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
         column = raw[f"m{k}"]
         stored[name] = ~np.ma.getmaskarray(column)
         columns[name] = np.where(stored[name], np.ma.getdata(column), np.nan).astype(float)
+    cases, stages, outcomes = _names(store)
     return Columns(
-        cases=_names(store, "case_name"), stages=_names(store, "stage"),
-        versions=list(versions), metrics=wanted, columns=columns,
-        outcomes=_names(store, "outcome"), stored=stored,
+        cases=cases, stages=stages, versions=list(versions), metrics=wanted, columns=columns,
+        outcomes=outcomes, stored=stored,
     )
 
 
