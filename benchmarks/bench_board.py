@@ -25,9 +25,9 @@ import numpy as np
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from pytest_stedge.board.client import BoardClient  # noqa: E402
-from pytest_stedge.board.errors import BoardTimeoutError  # noqa: E402
-from pytest_stedge.board.messages import Timeouts  # noqa: E402
+from pytest_stedge.board.client import BoardClient
+from pytest_stedge.board.errors import BoardTimeoutError
+from pytest_stedge.board.messages import Timeouts
 
 
 def chain_model(path: Path, megabytes: float, width: int = 16384) -> tuple[Path, int]:

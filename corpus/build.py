@@ -29,9 +29,9 @@ except ImportError:  # run from a checkout without `pip install -e .`
 # one package name per corpus folder, so that two corpora never share their nets/
 _NETS = "stedge_corpus_nets_" + hashlib.sha256(str(HERE).encode()).hexdigest()[:12]
 load_module(HERE / "nets", _NETS)
-mlperf, mobilenet, mtcnn, qdq, small, tcn = (
+mlperf, mobilenet, mtcnn, qdq, small, tcn, tflite_nets = (
     importlib.import_module(f"{_NETS}.{name}")
-    for name in ("mlperf", "mobilenet", "mtcnn", "qdq", "small", "tcn")
+    for name in ("mlperf", "mobilenet", "mtcnn", "qdq", "small", "tcn", "tflite_nets")
 )
 
 IMAGE = {"low": 0.0, "high": 1.0}  # pixels scaled to [0, 1]
@@ -62,6 +62,8 @@ def recipes() -> list[Recipe]:
         int8("relu-dw7/model_int8.onnx", small.relu_dw7, 61, keep_activations=True, **FEATURES),
         int8("dw-stride2/model_int8.onnx", small.dw_stride2, 62, **FEATURES),
         int8("conv2d-16f-3x3/model_int8.onnx", small.conv2d_16f_3x3, 63, **IMAGE),
+        # the real micro model's own format: int8 TFLite, CONV_2D (ReLU fused) + MEAN
+        Recipe("micro-conv-tflite/model_int8.tflite", lambda: tflite_nets.micro_conv_bytes(16, 64)),
     ]
 
 

@@ -9,7 +9,13 @@ beyond the band "improved" (two-sided), anything within the band "unchanged".
 
 Bands follow pytest-benchmark's compare-fail syntax without the field name:
 ``"+3%"`` (relative), ``"+1024"`` (absolute, in the metric's unit), ``"0"``
-(exact: any worsening counts).
+(exact: any worsening counts). A metric's band is, first found: the case's
+``[baseline]`` entry, the user's per-metric default (ini ``stedge_metric_bands``),
+:data:`NOISY_BANDS` for the validation metrics, else the session's default band.
+
+Metrics without a better direction (``epochs_hw`` / ``epochs_ec``: how the hardware
+epochs split between CPU-driven and epoch-controller ones) are listed too, as
+"changed" when they moved; they never gate.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .errors import StedgeError
-from .result import METRICS
+from .result import METRICS, PRECISION_PREFIX
 
 if TYPE_CHECKING:
     from .corpus import Bound, Case
@@ -36,6 +42,7 @@ class ChangeKind(str, Enum):
     IMPROVED = "improved"
     NEWLY_FAILING = "newly failing"
     FIXED = "fixed"
+    CHANGED = "changed"  # moved; the metric has no better direction
     NOT_COMPARABLE = "not comparable"
     UNCHANGED = "unchanged"
 
@@ -46,6 +53,7 @@ KIND_ORDER = (
     ChangeKind.NEWLY_FAILING,
     ChangeKind.IMPROVED,
     ChangeKind.FIXED,
+    ChangeKind.CHANGED,
     ChangeKind.NOT_COMPARABLE,
     ChangeKind.UNCHANGED,
 )
@@ -55,6 +63,23 @@ BAND_HELP = "a band such as '+3%' (relative), '+1024' (absolute) or '0' (exact)"
 _BAND_RE = re.compile(r"^\s*[+±]?\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*(%?)\s*$")
 # Float noise (e.g. a cos printed with more digits by another version) is not a change.
 _EPSILON = 1e-12
+
+# Default bands of the metrics that move a little between versions on the tool's fixed
+# stimulus (seed 42): real MobileNetV2-224 int8 on the N6, 2.2.0 -> 4.0.1 (real-cases
+# n6-mobilenetv2-224-onnx-irv) moved cos 0.997552 -> 0.997453 (-0.0001), nse 0.994966 ->
+# 0.994808 (-0.00016), rmse +1.5 %, l2r +1.7 %, mae -0.2 %. Each band is ~10x that move, so
+# an accuracy collapse (cos 0.091 on a 4.0.1 TCN) stands out and rounding does not.
+# Byte, MACC and epoch counts have none: any change counts.
+NOISY_BANDS: dict[str, str] = {
+    "val_cos": "+0.001",  # cosine is in (0, 1]: an absolute band
+    "val_nse": "+0.002",  # <= 1, scale-free
+    "val_snr": "+1",  # dB; 1 dB is a 12 % move of the error's RMS
+    "val_l2r": "+15%",
+    "val_rmse": "+15%",  # in the output's unit: relative
+    "val_mae": "+15%",
+    "val_acc": "+10",  # percentage points: one sample of the tool's default 10
+    "duration_ms": "+5%",  # one board repeats within 0.1 %; printed to 1 us
+}
 
 
 class BandError(StedgeError):
@@ -138,8 +163,47 @@ def _usable(value: float | None) -> bool:
 
 def beyond_band(old: float, new: float, band: Band) -> bool:
     """Whether ``new`` moved from ``old`` by more than ``band`` allows (either direction)."""
+    if not (math.isfinite(old) and math.isfinite(new)):
+        # snr=inf (identical outputs) to a finite figure is a move whatever the band
+        return old != new
     allowed = band.allowed(old)
     return abs(new - old) > allowed + _EPSILON * max(1.0, abs(old))
+
+
+def band_for(
+    metric: str,
+    bands: Mapping[str, str],
+    default_band: str,
+    metric_bands: Mapping[str, str] | None = None,
+) -> str:
+    """The band text of ``metric``: the case's, else the per-metric default (``metric_bands``,
+    :data:`NOISY_BANDS` when None), else ``default_band``."""
+    if metric in bands:
+        return bands[metric]
+    defaults = NOISY_BANDS if metric_bands is None else metric_bands
+    return defaults.get(metric, default_band)
+
+
+def parse_metric_bands(lines: Iterable[str]) -> dict[str, str]:
+    """``["val_cos=+0.005", ...]`` (ini ``stedge_metric_bands``) over :data:`NOISY_BANDS`.
+
+    :raises BandError: naming the entry and what is accepted.
+    """
+    out = dict(NOISY_BANDS)
+    for raw in lines:
+        entry = raw.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        metric, sep, band = entry.partition("=")
+        metric, band = metric.strip(), band.strip()
+        if not sep or metric not in METRICS:
+            raise BandError(
+                f"metric band {entry!r}: expected METRIC=BAND with METRIC one of "
+                f"{', '.join(sorted(METRICS))}"
+            )
+        parse_band(band)
+        out[metric] = band
+    return out
 
 
 def classify(
@@ -157,17 +221,20 @@ def classify(
     :param comparable: model sha256 and options hash are equal in both versions.
     :param old_ok: whether the metric met the case's expectation in the base (None: none).
     :param new_ok: the same in the head.
-    :raises StedgeError: for a metric without a direction (``"none"`` or unknown).
+    :raises StedgeError: for a metric the diff does not list (unknown, or no direction
+        and not in :data:`UNDIRECTED`).
     """
     direction = _direction(metric)
-    if direction == "none":
+    if direction == "none" and metric not in UNDIRECTED:
         raise StedgeError(
-            f"metric {metric!r} has no better direction; it is not classified "
-            f"(directed metrics: {', '.join(m for m, s in METRICS.items() if s.direction != 'none')})"
+            f"metric {metric!r} is not classified (classified metrics: "
+            f"{', '.join(classified_metrics())})"
         )
     if not comparable or not _usable(old) or not _usable(new):
         return ChangeKind.NOT_COMPARABLE
     assert old is not None and new is not None
+    if direction == "none":
+        return ChangeKind.CHANGED if beyond_band(old, new, band) else ChangeKind.UNCHANGED
     if old_ok is True and new_ok is False:
         return ChangeKind.NEWLY_FAILING
     if old_ok is False and new_ok is True:
@@ -178,14 +245,39 @@ def classify(
     return ChangeKind.REGRESSED if worse else ChangeKind.IMPROVED
 
 
+# Listed although neither direction is better: a change in the HW/EC split of the epochs is
+# what a reviewer of an N6 upgrade reads first after the totals.
+UNDIRECTED = ("epochs_hw", "epochs_ec")
+
+
+def within_rounding(
+    kind: ChangeKind,
+    metric: str,
+    old: float | None,
+    new: float | None,
+    base_metrics: Mapping[str, float],
+    head_metrics: Mapping[str, float],
+) -> ChangeKind:
+    """``kind``, or UNCHANGED when a regression/improvement is no larger than the rounding of
+    the figures: a report that prints ``1.262 MB`` knows the bytes only to ±524, so a move
+    of 300 B between two such reports (``precision:<metric>`` on either side) is no change.
+    """
+    if kind not in (ChangeKind.REGRESSED, ChangeKind.IMPROVED) or old is None or new is None:
+        return kind
+    slack = base_metrics.get(PRECISION_PREFIX + metric, 0.0) + head_metrics.get(
+        PRECISION_PREFIX + metric, 0.0
+    )
+    return ChangeKind.UNCHANGED if slack > 0 and abs(new - old) <= slack else kind
+
+
 def _direction(metric: str) -> str:
     spec = METRICS.get(metric)
     return "none" if spec is None else spec.direction
 
 
 def classified_metrics() -> list[str]:
-    """Metric names that have a better direction (the ones a diff classifies)."""
-    return [name for name, spec in METRICS.items() if spec.direction != "none"]
+    """Metric names a diff lists: those with a better direction, and :data:`UNDIRECTED`."""
+    return [n for n, s in METRICS.items() if s.direction != "none" or n in UNDIRECTED]
 
 
 def compare_results(
@@ -200,24 +292,27 @@ def compare_results(
     base_ok: Mapping[str, bool] | None = None,
     head_ok: Mapping[str, bool] | None = None,
     note: str = "",
+    metric_bands: Mapping[str, str] | None = None,
 ) -> list[MetricChange]:
-    """Classify every directed metric either side has, sorted by metric name.
+    """Classify every listed metric either side has, sorted by metric name.
 
-    :param bands: the case's ``[baseline]`` bands by metric; others use ``default_band``.
+    :param bands: the case's ``[baseline]`` bands by metric; others use ``metric_bands``
+        (None: :data:`NOISY_BANDS`), then ``default_band``.
     :param base_ok: by metric, whether the base met the case's expectation (absent: none).
     :param note: why the pair is not comparable, carried into each change.
     """
     base_ok = base_ok or {}
     head_ok = head_ok or {}
     changes = []
+    listed = set(classified_metrics())
     for metric in sorted(set(base_metrics) | set(head_metrics)):
-        if _direction(metric) == "none":
+        if metric not in listed:
             continue
-        band_text = bands.get(metric, default_band)
+        band_text = band_for(metric, bands, default_band, metric_bands)
         band = parse_band(band_text)
         old = base_metrics.get(metric)
         new = head_metrics.get(metric)
-        kind = classify(
+        raw = classify(
             metric,
             old,
             new,
@@ -226,13 +321,15 @@ def compare_results(
             old_ok=base_ok.get(metric),
             new_ok=head_ok.get(metric),
         )
+        kind = within_rounding(raw, metric, old, new, base_metrics, head_metrics)
         delta = delta_pct = None
         outside = False
         if _usable(old) and _usable(new):
             assert old is not None and new is not None
             delta = new - old
-            delta_pct = None if old == 0 else delta / abs(old) * 100.0
-            outside = beyond_band(old, new, band)
+            # no percentage of zero, nor of an infinity (snr=inf for identical outputs)
+            delta_pct = None if old == 0 or not math.isfinite(delta / old) else delta / abs(old) * 100.0
+            outside = beyond_band(old, new, band) and kind is not ChangeKind.UNCHANGED
         why = ""
         if kind is ChangeKind.NOT_COMPARABLE:
             if not comparable:
@@ -243,6 +340,8 @@ def compare_results(
             why = "met its expectation in base, misses it in head"
         elif kind is ChangeKind.FIXED:
             why = "missed its expectation in base, meets it in head"
+        elif kind is not raw:
+            why = "within the rounding of the figures the reports print"
         spec = METRICS[metric]
         changes.append(
             MetricChange(
@@ -322,9 +421,11 @@ def diff_store(
     bands_by_case: Mapping[str, Mapping[str, str]] | None = None,
     default_band: str = "0",
     cases: Mapping[str, Case] | None = None,
+    metric_bands: Mapping[str, str] | None = None,
 ) -> DiffReport:
     """Compare the newest stored results of ``base`` and ``head``, case by case.
 
+    :param metric_bands: per-metric default bands (None: :data:`NOISY_BANDS`).
     :param bands_by_case: ``[baseline]`` bands by case name (else taken from ``cases``).
     :param cases: corpus cases by name; their ``[expect]`` bounds decide newly failing / fixed.
     :raises StedgeError: when either version has no stored results (listing those stored).
@@ -386,6 +487,7 @@ def diff_store(
             base_ok=base_ok,
             head_ok=head_ok,
             note=note,
+            metric_bands=metric_bands,
         )
     return report
 

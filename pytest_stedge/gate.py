@@ -8,6 +8,7 @@ the edits ``--stedge-update`` should make.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,11 +80,13 @@ def judge(
     strict_baseline: bool,
     registry: BugRegistry | None,
     options_hash: str | None = None,
+    metric_bands: Mapping[str, str] | None = None,
 ) -> Verdict:
     """Check ``metrics`` against the case, the baseline and the bug registry.
 
     :param options_hash: the item's options identity (a replayed recording has the one its
         command line stated); default: the case's.
+    :param metric_bands: per-metric default bands (None: the noisy metrics' built-in ones).
     """
     bounds = case.bounds_for(stage)
     verdict = Verdict(misses=check(bounds, metrics))
@@ -105,6 +108,7 @@ def judge(
             base_ok=expectation_flags(bounds, baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
             note="" if comparable else _why_not_comparable(baseline, model_sha256, options_hash or case.options_hash()),
+            metric_bands=metric_bands,
         )
         kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
         verdict.failing_changes = [c for c in verdict.changes if c.kind in kinds]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .corpus import Case, load_cases
+from .corpus import Case, PathCache, check_model_pin, load_cases
 from .errors import CaseError, OracleError, ToolchainError
 from .gate import (
     Baseline,
@@ -19,6 +19,7 @@ from .gate import (
     xfail_known_bug,
     xpass_marker,
 )
+from .report.visible import visible
 from .result import Result, flat_metrics, new_result
 from .state import StedgeState, get_state
 from .store.rows import ItemRow
@@ -32,34 +33,72 @@ class StedgeCheckFailure(Exception):
         self.summary = summary
 
 
-class CaseFile(pytest.File):
-    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases."""
+_paths_key = pytest.StashKey[PathCache]()
+_markers_key = pytest.StashKey[dict[str, pytest.MarkDecorator]]()
 
-    def collect(self) -> Iterator[pytest.Item]:
-        state = get_state(self.config)
+
+class CaseFile(pytest.File):
+    """A ``case.toml``: collects the oracle stage and every toolchain stage of its cases.
+
+    ``hooks_from``: the folder whose conftests apply to it, when its own folder (plain:
+    no Python in it) was not collected as a node of its own (see :mod:`.folders`).
+    """
+
+    def __init__(self, *, hooks_from: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hooks_from = hooks_from
+
+    @property
+    def ihook(self) -> Any:
+        return self.session.gethookproxy(self.hooks_from or self.path)
+
+    def collect(self) -> list[StedgeItem]:
         try:
-            cases = load_cases(self.path)
-            for case in cases:
-                state.bugs.check(case)
+            return case_items(self, self.path, str(self.nodeid))
         except CaseError as exc:
-            raise self.CollectError(str(exc)) from None
-        variants = len(cases) > 1 or cases[0].variant is not None
-        for case in cases:
-            prefix = case.variant if variants else None
-            if case.oracle:
-                name = f"oracle[{prefix}]" if prefix else "oracle"
-                yield StedgeItem.from_parent(
-                    self, name=name, nodeid=_child_id(self, name), case=case, stage="oracle",
-                    version=None,
-                )
-            for stage in case.stages:
-                for version in state.case_versions(case, stage):
-                    param = f"{prefix}-{version}" if prefix else version
-                    name = f"{stage}[{param}]"
-                    yield StedgeItem.from_parent(
-                        self, name=name, nodeid=_child_id(self, name), case=case, stage=stage,
-                        version=version,
-                    )
+            raise self.CollectError(visible(str(exc), keep_newlines=True)) from None
+
+
+def path_cache(config: pytest.Config) -> PathCache:
+    """The session's cache of resolved corpus paths."""
+    return config.stash.setdefault(_paths_key, PathCache())
+
+
+def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[StedgeItem]:
+    """The items of one case file (node ids ``<file_id>::<stage>[<param>]``), children of
+    ``parent``: its :class:`CaseFile`, or the corpus folder above (see :mod:`.folders`).
+
+    :raises CaseError: the case file is malformed, names an unknown bug, its model is not
+        the file its ``sha256`` pins, or a case name or test id is another file's.
+    """
+    config = parent.config
+    state = get_state(config)
+    cases = load_cases(path, cache=path_cache(config))
+    for case in cases:
+        state.bugs.check(case)
+        if case.sha256 is not None and case.model.is_file():
+            check_model_pin(case, state.models.sha256(case))
+    variants = len(cases) > 1 or cases[0].variant is not None
+    planned: list[tuple[str, Case, str, str | None]] = []
+    for case in cases:
+        prefix = case.variant if variants else None
+        if case.oracle:
+            planned.append((f"oracle[{prefix}]" if prefix else "oracle", case, "oracle", None))
+        for stage in case.stages:
+            for version in state.case_versions(case, stage):
+                param = f"{prefix}-{version}" if prefix else version
+                planned.append((f"{stage}[{param}]", case, stage, version))
+    # The ids as strings, so pytest parses "stage[version]" as name and params the way it
+    # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket in
+    # the name and never match a last-failed id again.
+    state.claim(path, [c.name for c in cases], [f"{file_id}::{name}" for name, *_ in planned])
+    return [
+        StedgeItem.from_parent(
+            parent, name=name, nodeid=f"{file_id}::{name}", path=path, case=case,
+            stage=stage, version=version,
+        )
+        for name, case, stage, version in planned
+    ]
 
 
 class StedgeItem(pytest.Item):
@@ -73,10 +112,21 @@ class StedgeItem(pytest.Item):
         self.stage = stage
         self.version = version
         self._row: ItemRow | None = None
-        self.add_marker("stedge")
-        for marker in case.markers:
-            self.config.addinivalue_line("markers", f"{marker}: corpus marker")
-            self.add_marker(marker)
+        if not isinstance(self.parent, CaseFile):  # -k matches the case's folder as before
+            self.extra_keyword_matches.update((self.path.parent.name, self.path.name))
+        marks = self.config.stash.setdefault(_markers_key, {})
+        for name in ("stedge", *case.markers):
+            mark = marks.get(name)
+            if mark is None:  # once per session: --strict-markers knows it, one decorator
+                if name != "stedge":
+                    self.config.addinivalue_line("markers", f"{name}: corpus marker")
+                mark = marks[name] = getattr(pytest.mark, name)
+            self.add_marker(mark)
+
+    @property
+    def ihook(self) -> Any:
+        assert self.parent is not None
+        return self.parent.ihook  # the case file's conftests
 
     # -- running -----------------------------------------------------------------
 
@@ -124,12 +174,14 @@ class StedgeItem(pytest.Item):
             model_sha256=row.model_sha256,
             baseline=baseline,
             default_band=state.baselines.default_band,
+            metric_bands=state.baselines.metric_bands,
             strict_baseline=state.baselines.strict,
             registry=registry,
             options_hash=row.options_hash,
         )
         row.findings = verdict.findings
-        row.changes = [c.to_json() for c in verdict.changes if c.kind.value != "unchanged"]
+        # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
+        row.changes = [c.to_json() for c in verdict.changes]
         row.baseline_version = verdict.baseline_version
         if self.version is not None:
             state.baselines.remember(self.case.name, self.stage, self.version, row)
@@ -189,9 +241,17 @@ class StedgeItem(pytest.Item):
             pytest.skip(state.models.missing_reason(self.case))
         try:
             report = state.models.oracle_report(self.case)
+            if report.get("unresolved_tensors"):
+                names = ", ".join(report["unresolved_tensors"][:5])
+                raise OracleError(
+                    f"{self.case.model}: unresolved shapes: {len(report['unresolved_tensors'])} "
+                    f"tensor(s) ({names}) have no static size, so the floor would leave them out"
+                )
         except OracleError as exc:
             assert self._row is not None
             self._row.result = new_result("oracle", diagnostics=[_diag("OracleError", str(exc))])
+            if self.case.model.suffix.lower() in (".h5", ".keras", ".hdf5"):
+                pytest.skip(str(exc))
             raise
         return new_result(
             "oracle",
@@ -210,15 +270,25 @@ class StedgeItem(pytest.Item):
             pytest.skip(state.models.missing_reason(self.case))
         if install is None and recording is None:
             pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
-        if install is None or case is None:
-            assert recording is not None
+        no_board = self.stage == "validate-target" and not state.settings.boards
+        if recording is not None and (install is None or case is None or no_board):
             result: Result = recording["result"]
             row.recorded = True
+            corpus_sha = row.model_sha256
             if recording.get("corpus"):
                 # a public run: its identity is the one its own outputs and command stated
                 row.model_sha256 = recording["model_sha256"]
                 row.options_hash = recording["options_hash"]
-            elif recording.get("model_sha256") and recording["model_sha256"] != row.model_sha256:
+            else:
+                # the identity the recording was checked against at ingest: a forced one
+                # (None) or a model changed since never compares with other versions
+                row.model_sha256 = recording.get("model_sha256")
+                row.options_hash = recording.get("options_hash") or row.options_hash
+            if (
+                not recording.get("corpus")
+                and row.model_sha256 != corpus_sha
+                and recording.get("comparable", True)
+            ):
                 result.setdefault("diagnostics", []).append(
                     _diag(
                         "NotComparable",
@@ -227,7 +297,9 @@ class StedgeItem(pytest.Item):
                     )
                 )
         else:
+            assert install is not None and case is not None
             workdir = state.work.item_dir(self.case, self.stage, self.version)
+            timeout, timeout_source = state.settings.timeout_and_source(self.case)
             try:
                 stage_run = self.ihook.pytest_stedge_run_stage(
                     config=self.config,
@@ -235,16 +307,22 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     install=install,
                     workdir=workdir,
-                    timeout=state.settings.timeout(self.case),
+                    timeout=timeout,
                     board_desc=state.settings.board_desc(),
                 )
-            except ToolchainError as exc:
+            except ToolchainError as error:
                 from .parsers import extract_diagnostics
+                from .runner import stage_refusal
 
-                if _stage_refused(exc):
-                    # e.g. 4.x: "E102(CliArgumentError): Validation on host is not supported
-                    # for devices based on Arm Cortex M55/M85 core." The tool says the stage
-                    # does not apply to this target: that is a skip, not a regression.
+                exc = error
+                if exc.timed_out is not None and exc.reason is None:  # say which limit
+                    exc = ToolchainError(
+                        exc.argv, timed_out=exc.timed_out, output_tail=exc.output_tail,
+                        reason=f"the limit set by {timeout_source}",
+                    )
+                if exc.returncode not in (None, 0) and stage_refusal(self.stage, exc.reason):
+                    # the tool says the stage does not apply to this target (the refusals
+                    # it documents, runner.STAGE_REFUSALS): a skip, not a regression
                     pytest.skip(f"stedgeai {self.version} refuses {self.stage} here: {exc.reason}")
                 diagnostics = extract_diagnostics(exc.output_tail)
                 if exc.timed_out is not None:
@@ -254,7 +332,7 @@ class StedgeItem(pytest.Item):
                     stage=self.stage,
                     diagnostics=diagnostics or [_diag("ToolchainError", exc.short())],
                 )
-                raise
+                raise exc from None
             result = stage_run.result
             row.tool_seconds = stage_run.tool.seconds
         self._attach_oracle(state, result)
@@ -274,7 +352,8 @@ class StedgeItem(pytest.Item):
             )
             return
         result["oracle"] = {
-            k: report[k] for k in ("lower_bound_bytes", "plan_bytes", "naive_bytes", "float_nodes")
+            k: report[k]
+            for k in ("lower_bound_bytes", "expected_bytes", "plan_bytes", "naive_bytes", "float_nodes")
             if k in report
         }
 
@@ -289,12 +368,12 @@ class StedgeItem(pytest.Item):
     ) -> Any:
         """Our own failures are reports in their own right: no traceback."""
         if isinstance(excinfo.value, (StedgeCheckFailure, ToolchainError, OracleError)):
-            return str(excinfo.value)
+            return visible(str(excinfo.value), keep_newlines=True)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
-        return self.path, None, f"{self.case.name}: {self.stage}{version}"
+        return self.path, None, visible(f"{self.case.name}: {self.stage}{version}")
 
 
 def _recorded_errors(result: Result) -> list[str]:
@@ -306,16 +385,6 @@ def _recorded_errors(result: Result) -> list[str]:
     ]
 
 
-def _child_id(parent: pytest.Collector, name: str) -> str:
-    # The id as a string, so pytest parses "stage[version]" as name and params the way it
-    # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket
-    # in the name and never match a last-failed id again.
-    return f"{parent.nodeid}::{name}"
-
-
-def _stage_refused(exc: ToolchainError) -> bool:
-    reason = exc.reason or ""
-    return reason.startswith("E102(") and "not supported" in reason
 
 
 def _command(stage: str) -> str:

@@ -13,16 +13,31 @@ from typing import Any
 AddOption = Callable[..., Any]
 
 
+MAX_TIMEOUT_S = 86_400.0  # one day: longer is a typo (1e30) or no limit at all (inf)
+TIMEOUT_HELP = f"a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f} (one day)"
+
+
+def timeout_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable tool timeout (None when it is): nan never expires,
+    inf and 1e30 never come, and subprocess timers overflow on the latter."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected {TIMEOUT_HELP}, got {value!r}"
+    if not 0 < value <= MAX_TIMEOUT_S:  # False for nan too
+        return f"expected {TIMEOUT_HELP}, got {value!r}"
+    return None
+
+
 def parse_timeout(text: str) -> float:
-    """``--stedge-timeout`` converter: a positive number of seconds."""
+    """``--stedge-timeout`` converter: a positive number of seconds, at most one day."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a number of seconds (e.g. 600 or 0.5)"
         ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the timeout must be positive")
+    problem = timeout_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem.split(', got')[0]}")
     return value
 
 
@@ -69,7 +84,8 @@ def add_run_options(addoption: AddOption) -> None:
         metavar="SECONDS",
         type=parse_timeout,
         default=None,
-        help="Kill a stedgeai run after this many seconds. Default: ini stedge_timeout, else 600",
+        help="Kill a stedgeai run after this many seconds; wins over a case's timeout key. "
+        "Default: the case's timeout, else ini stedge_timeout, else 600",
     )
     addoption(
         "--stedge-workdir",
@@ -88,7 +104,7 @@ def add_report_options(addoption: AddOption) -> None:
         metavar="PATH",
         default=None,
         help="Write the run's HTML report to PATH ('none' for no report). "
-        "Default: reports/run-<id>.html under the rootdir",
+        "Default: reports/run-<id>-<uuid>.html under the rootdir",
     )
 
 
@@ -122,16 +138,41 @@ def add_gate_options(addoption: AddOption) -> None:
 def add_ini(addini: AddOption) -> None:
     """ini keys; each falls back to its flag, and the flag wins."""
     addini("stedge_db", "DuckDB results store (--stedge-db)", type="string", default="")
-    addini("stedge_timeout", "Seconds before a stedgeai run is killed", type="string", default="600")
+    addini(
+        "stedge_timeout",
+        "Seconds before a stedgeai run is killed, for cases without a timeout key (default 600)",
+        type="string",
+        default="",
+    )
     addini("stedge_roots", "Folders holding stedgeai installs", type="paths", default=[])
     addini("stedge_workdir", "Folder for the tool's outputs", type="string", default="")
     addini("stedge_models", "Folders holding the models of record-only cases", type="paths",
            default=[])
     addini(
+        "stedge_keep_runs",
+        "Work folders of this many newest runs are kept ('all': never remove); default 10",
+        type="string",
+        default="10",
+    )
+    addini(
+        "stedge_keep_failed_runs",
+        "A run with a failed item keeps its work folder while among this many newest runs "
+        "('all': for ever); default 50",
+        type="string",
+        default="50",
+    )
+    addini(
         "stedge_baseline_band",
         "Default band against the baseline version ('+3%', '+1024', '0')",
         type="string",
         default="0",
+    )
+    addini(
+        "stedge_metric_bands",
+        "Per-metric default bands, one METRIC=BAND a line (over the built-in bands of the "
+        "validation metrics, e.g. val_cos=+0.001)",
+        type="linelist",
+        default=[],
     )
 
 
@@ -143,7 +184,8 @@ def add_board_options(addoption: AddOption, addini: AddOption) -> None:
         metavar="SPEC",
         action="append",
         default=[],
-        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD or auto (repeatable)",
+        help="Validate on this board: serial:PORT[:BAUD], serial:BAUD, auto, or "
+        "socket://HOST:PORT (the simulator, a TCP relay) (repeatable)",
     )
     addoption(
         "--stedge-per-layer",

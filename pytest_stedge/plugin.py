@@ -23,6 +23,8 @@ from .options import (
     add_store_options,
 )
 
+_stedge_run_key = pytest.StashKey[bool]()
+_pruned_key = pytest.StashKey[Any]()
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".stedge", ".tox"}
 
 
@@ -54,10 +56,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("STEDGE_TRACE_HOOKS"):
         _trace_hooks(config)
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
-    if _is_stedge_run(config):
+    config.stash[_stedge_run_key] = _is_stedge_run(config)
+    if config.stash[_stedge_run_key]:
         from .board import plugin as board_plugin
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
+        if config.getoption("stedge_update") and not hasattr(config, "workerinput"):
+            from .update import session_tracker
+
+            session_tracker(config)  # sees every report: the exit status depends on them
         # A malformed case.toml is a collection error, and the other cases still run.
         config.option.continue_on_collection_errors = True
         baseline = config.getoption("stedge_baseline")
@@ -72,10 +79,48 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    if _is_stedge_run(config) and not hasattr(config, "workerinput"):
+    if config.stash.get(_stedge_run_key, False) and not hasattr(config, "workerinput"):
         from .state import get_state
 
         get_state(config)  # discovery, store and version checks fail here, before any run
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controller marks its run's work folder with the outcome and prunes old ones
+    (ini stedge_keep_runs, stedge_keep_failed_runs; see :mod:`.retention`)."""
+    config = session.config
+    if not config.stash.get(_stedge_run_key, False) or hasattr(config, "workerinput"):
+        return
+    from .state import state_key
+
+    state = config.stash.get(state_key, None)
+    if state is None or not state.ready or config.option.collectonly:
+        return
+    from . import retention
+
+    status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), "error")
+    try:
+        retention.mark_run(state.work.run_dir(), status, session.testsfailed)
+        keep = retention.parse_keep(config.getini("stedge_keep_runs"), "ini stedge_keep_runs")
+        keep_failed = retention.parse_keep(
+            config.getini("stedge_keep_failed_runs"), "ini stedge_keep_failed_runs"
+        )
+        config.stash[_pruned_key] = retention.prune(state.work.root, keep, keep_failed)
+    except (OSError, ValueError) as exc:  # the results are stored; only the cleaning failed
+        config.stash[_pruned_key] = str(exc)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    pruned = config.stash.get(_pruned_key, None)
+    if isinstance(pruned, str):
+        terminalreporter.write_line(f"work folder not cleaned: {pruned}", yellow=True)
+    elif pruned:
+        size = sum(run.size_bytes for run in pruned) / 1e6
+        terminalreporter.write_line(
+            f"work folder: removed {len(pruned)} old run folder(s), {size:.1f} MB "
+            "(ini stedge_keep_runs, stedge_keep_failed_runs; `stedge clean` on demand)"
+        )
 
 
 def _setup_controller(config: pytest.Config, state: Any) -> None:
@@ -85,11 +130,25 @@ def _setup_controller(config: pytest.Config, state: Any) -> None:
     setup_controller(config, state)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if not parent.config.stash.get(_stedge_run_key, False):
+        return None
+    from .folders import folder_collector
+
+    return folder_collector(path, parent)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.name == "case.toml":
         from .items import CaseFile
+        from .report.visible import visible
 
-        return CaseFile.from_parent(parent, path=file_path)
+        node = CaseFile.from_parent(parent, path=file_path)
+        shown = visible(node.nodeid)
+        if shown != node.nodeid:  # a folder named with bidi controls: ids show them too
+            node = CaseFile.from_parent(parent, path=file_path, nodeid=shown)
+        return node
     return None
 
 

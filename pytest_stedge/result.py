@@ -12,6 +12,24 @@ the model: ``lower_bound_bytes``, ``plan_bytes``, ``float_nodes`` ...); ``memory
 (the "Requested memory size by section" table); ``validation.rows`` (every row of the
 evaluation table, not only X-cross); ``epochs.list[].to`` (epoch-controller ranges);
 ``board``, ``board_timings``, ``divergence`` and ``extra_metrics`` (target validation).
+
+Rounded figures: a figure the tool printed only rounded (``3.936 MB`` in an N6 report
+without its section table) is stored as the rounded byte count, and
+``memory.precision[<key>]`` says by how many bytes it may be off (half its last printed
+digit, rounded up); exact figures have no entry. Pools read from such a report carry
+``precision_bytes``. The flat metrics carry it as ``precision:<metric>``, so that the
+diff and the gate never call a change inside the rounding a regression.
+
+Also: ``epochs.ec_blobs`` (epoch-controller blobs the run compiled); ``epochs.list[].blob``
+(an EC blob of a c_info whose epochs the file does not list); ``run.service_dir``
+(Developer Cloud's ``rootDir-<uuid>``: the files of one run name the same one);
+``memory.pools[].user_allocated`` (an I/O buffer pool the application allocates).
+
+``memory.activations_bytes`` is the activation memory the tool allocates: user-allocated
+I/O buffers are in ``io_bytes``, not in it, as c_info ``memory_footprint``, report.json
+``ram_size`` and the report's section table state it (2.0.0 N6 reports also print a
+memory-usage total that counts user I/O pools; the Result does not use that total when
+the exact section table is there), so versions compare like for like.
 """
 
 from __future__ import annotations
@@ -113,20 +131,46 @@ def _number(value: Any) -> float | None:
     return None
 
 
+# "precision:activations_bytes" = how many bytes activations_bytes may be off (rounded).
+PRECISION_PREFIX = "precision:"
+
+
 def flat_metrics(result: Result) -> dict[str, float]:
     """Derive the flat metrics of DESIGN.md §3 from a Result.
 
-    Only metrics the Result knows are returned: a missing figure stays missing.
+    Only metrics the Result knows are returned: a missing figure stays missing. A figure
+    only known rounded adds ``precision:<metric>`` (its possible error, same unit).
+
+    :raises ReportParseError: naming the Result's first source when a figure overflows a
+        float (the parsers refuse such files; a Result from elsewhere may still hold one).
     """
+    try:
+        return _flat_metrics(result)
+    except OverflowError as exc:
+        from .errors import ReportParseError
+
+        source = (result.get("sources") or ["<Result without sources>"])[0]
+        raise ReportParseError(source, f"a figure overflows a float ({exc})") from None
+
+
+def _flat_metrics(result: Result) -> dict[str, float]:
     out: dict[str, float] = {}
     memory = result.get("memory") or {}
+    precision: Any = memory.get("precision")
+    if not isinstance(precision, dict):
+        precision = {}
     for key in ("weights_bytes", "activations_bytes"):
         value = _number(memory.get(key))
         if value is not None:
             out[key] = value
+            error = _number(precision.get(key))
+            if error:
+                out[PRECISION_PREFIX + key] = error
     external = _external_activations(memory.get("pools"))
     if external is not None:
-        out["activations_external_bytes"] = external
+        out["activations_external_bytes"] = external[0]
+        if external[1]:
+            out[PRECISION_PREFIX + "activations_external_bytes"] = external[1]
     io = memory.get("io_bytes")
     if isinstance(io, (list, tuple)) and len(io) == 2:
         for key, value in zip(("io_in_bytes", "io_out_bytes"), io):
@@ -161,6 +205,9 @@ def flat_metrics(result: Result) -> dict[str, float]:
         out["activations_lower_bound_bytes"] = bound
         if "activations_bytes" in out and bound > 0:
             out["activations_ratio"] = out["activations_bytes"] / bound
+            error = out.get(PRECISION_PREFIX + "activations_bytes")
+            if error:
+                out[PRECISION_PREFIX + "activations_ratio"] = error / bound
     # Figures a backend measured that have no name of their own here (board timings
     # per epoch block: "board_ms:<node>"); they are stored and shown, never gated.
     for name, value in (result.get("extra_metrics") or {}).items():
@@ -174,17 +221,19 @@ def flat_metrics(result: Result) -> dict[str, float]:
 _EXTERNAL_POOL_RE = re.compile(r"hyperram|xspi1|sdram|external|extram|psram", re.IGNORECASE)
 
 
-def _external_activations(pools: Any) -> float | None:
-    """Activation bytes in external pools; None when the Result has no per-pool figures."""
+def _external_activations(pools: Any) -> tuple[float, float] | None:
+    """Activation bytes in external pools and their rounding; None without per-pool figures."""
     if not isinstance(pools, list) or not pools:
         return None
-    total = 0.0
+    total = error = 0.0
     for pool in pools:
         if not isinstance(pool, dict) or not _EXTERNAL_POOL_RE.search(str(pool.get("name", ""))):
             continue
         value = _number(pool.get("activations_bytes"))
         total += value or 0.0
-    return total
+        if value:
+            error += _number(pool.get("precision_bytes")) or 0.0
+    return total, error
 
 
 def metric_applies(metric: str, stage: str) -> bool:

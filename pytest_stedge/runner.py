@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from .corpus import Case
@@ -24,6 +25,37 @@ _STAGE_COMMAND = {
 _STRING = r'"(?:\\.|[^"\\])*"'
 _COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
 _TRAILING_COMMAS_RE = re.compile(_STRING + r"|,(?=\s*[}\]])")
+
+
+@dataclass(frozen=True)
+class StageRefusal:
+    """A refusal the tool documents: ``stage`` does not apply to the target, so the item skips."""
+
+    stages: tuple[str, ...]
+    line: str  # the whole error line, ``E<nnn>(Kind): message``
+    source: str  # where the refusal is documented or was seen
+
+
+# Only these refusals skip an item. Any other error, including other "not supported" lines
+# such as "E102(CliArgumentError): --address/--copy-weights-at arguments are not supported
+# with the 'st-ai' c-api." (a misconfigured case), fails it.
+STAGE_REFUSALS: tuple[StageRefusal, ...] = (
+    StageRefusal(
+        stages=("validate-host",),
+        line="E102(CliArgumentError): Validation on host is not supported for devices based "
+        "on Arm Cortex M55/M85 core.",
+        source="stedgeai 4.x for stm32n6 (../shared/stedgeai-formats.md 2.4, a public note)",
+    ),
+)
+
+
+def stage_refusal(stage: str, reason: str | None) -> StageRefusal | None:
+    """The documented refusal of ``stage`` that ``reason`` (the tool's error line) is, if any."""
+    text = " ".join((reason or "").split())
+    for refusal in STAGE_REFUSALS:
+        if stage in refusal.stages and text == refusal.line:
+            return refusal
+    return None
 
 
 @dataclass
@@ -75,8 +107,12 @@ def build_argv(
 def neural_art_argument(case: Case, workdir: Path) -> str:
     """``PROFILE[@FILE]`` for ``--st-neural-art``.
 
-    When the case overrides the profile's mpool, a copy of the profile file pointing at
-    the case's mpool is written into the item's own folder, so the corpus is never edited.
+    When the case overrides the profile's mpool, a copy of the profile pointing at the
+    case's mpool is written into the item's own folder, so the corpus is never edited.
+    The tool resolves a profile's file paths against the profile's folder (the N6 reports'
+    ``Compiler arguments`` line shows ``./my_mpools/x.mpool`` of ``N6_scripts/user_neuralart.json``
+    loaded as ``N6_scripts/my_mpools/x.mpool``), and every real profile writes them relative
+    (``./my_mpools/...``): the derived profile does the same, with the files copied beside it.
     """
     art = case.neural_art
     assert art is not None
@@ -92,14 +128,42 @@ def neural_art_argument(case: Case, workdir: Path) -> str:
             [], reason=f"{art.file}: no profile {art.profile!r} in [Profiles]; found: {known}"
         )
     chosen = dict(chosen)
-    chosen["memory_pool"] = str(art.mpool)
     workdir.mkdir(parents=True, exist_ok=True)
+    chosen["memory_pool"] = _copy_beside(art.mpool, workdir)
+    desc = chosen.get("memory_desc")
+    if isinstance(desc, str) and desc.strip() and not _is_absolute(desc):
+        source = art.file.parent / desc
+        if not source.is_file():
+            raise ToolchainError(
+                [], reason=f"{art.file}: [Profiles.{art.profile}.memory_desc] {desc!r}: "
+                f"no such file {source} (paths are relative to the profile file)"
+            )
+        chosen["memory_desc"] = _copy_beside(source, workdir)
     derived = workdir / "neural_art.json"
     derived.write_text(
         json.dumps({"Globals": profiles.get("Globals", {}), "Profiles": {art.profile: chosen}}, indent=2),
         encoding="utf-8",
     )
     return f"{art.profile}@{derived}"
+
+
+_PROFILE_FILES = "my_mpools"
+
+
+def _copy_beside(source: Path, workdir: Path) -> str:
+    """Copy ``source`` into ``workdir/my_mpools/`` and return its path relative to ``workdir``."""
+    folder = workdir / _PROFILE_FILES
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, folder / source.name)
+    except OSError as exc:
+        raise ToolchainError([], reason=f"cannot copy {source} beside the profile: {exc}") from None
+    return f"./{_PROFILE_FILES}/{source.name}"
+
+
+def _is_absolute(path: str) -> bool:
+    # a POSIX, Windows drive or UNC path is absolute wherever the profile was written
+    return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute()
 
 
 def load_loose_json(path: Path) -> dict[str, Any]:

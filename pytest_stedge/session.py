@@ -1,16 +1,22 @@
 """The controller side of a session: discovery, the store, and the terminal summary.
 
 Only this process opens the store. Items (here or on xdist workers) attach their row
-to the test report; the controller writes each row as its report arrives, so an
-interrupted session keeps every item that finished.
+to the test report; the controller journals each row as its report arrives (before the
+terminal says the item finished) and a writer thread puts it in the store within a
+fraction of a second (:mod:`.store.writer`), so a session killed at any moment loses
+only the items in flight, and SIGTERM ends a session like Ctrl-C.
 """
 
 from __future__ import annotations
 
+import signal
+import socket
 import sys
-import time
+import threading
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +25,11 @@ import pytest
 from .errors import StoreError
 from .state import WORKERINPUT_KEY, StedgeState
 from .store.database import DEFAULT_PATH, Store
-from .store.rows import ItemRow
+from .store.journal import Journal, merge_stopped
+from .store.rows import ItemRow, run_label
+from .store.writer import SessionWriter, WriteReport
 
 controller_key = pytest.StashKey["StedgeController"]()
-FLUSH_ROWS = 64
-FLUSH_SECONDS = 5.0
 
 
 def store_path(config: pytest.Config) -> Path:
@@ -39,7 +45,12 @@ def store_path(config: pytest.Config) -> Path:
 
 
 def setup_controller(config: pytest.Config, state: StedgeState) -> None:
-    """Find installs, open the store, start a run; raise UsageError on bad requests."""
+    """Find installs, read the store, check the request, then record the run.
+
+    Raises UsageError on bad requests, before any run is recorded: a session that stops
+    on a usage error leaves no run behind.
+    """
+    _finish_on_sigterm()
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
     roots += [Path(p) for p in config.getini("stedge_roots") or []]
     discovery = config.hook.pytest_stedge_discover_toolchains(config=config, roots=roots)
@@ -52,7 +63,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
             if controller.path.exists():
-                with Store.open(controller.path, create=False) as store:
+                with Store.open(controller.path, create=False, read_only=True) as store:
                     recordings = store.recordings()
         else:
             controller.open_store()
@@ -63,11 +74,16 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
                 stored_versions = controller.store.versions()
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
-    state.setup(discovery, recordings, controller.run_id)
+    state.setup(discovery, recordings, None)
     if state.baselines.version and not config.option.collectonly:
         _load_baseline(state, baseline_rows, stored_versions, controller.path)
-    if controller.store is not None and controller.run_id is not None:
-        controller.store.set_run_versions(controller.run_id, state.toolchains.versions)
+    if controller.store is not None:
+        try:
+            controller.begin_run(state.toolchains.versions)
+        except StoreError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        state.work.run_id = controller.run_id
+        state.work.run_uuid = controller.run_uuid
 
 
 def _load_baseline(
@@ -81,6 +97,10 @@ def _load_baseline(
         parse_band(state.baselines.default_band)
     except BandError as exc:
         raise pytest.UsageError(f"ini stedge_baseline_band: {exc}") from None
+    try:
+        _ = state.baselines.metric_bands  # malformed entries are a usage error up front
+    except BandError as exc:
+        raise pytest.UsageError(f"ini stedge_metric_bands: {exc}") from None
     if not rows and not state.baselines.in_session(state.toolchains.versions):
         raise pytest.UsageError(
             f"--stedge-baseline {state.baselines.version}: the store {path} has no results of "
@@ -119,22 +139,46 @@ class StedgeController:
         self.state = state
         self.store: Store | None = None
         self.run_id: int | None = None
+        self.run_uuid: str | None = None
         self.path = store_path(config)
         self.summary = _Summary()
         self.write_errors: list[str] = []
-        self._pending: list[ItemRow] = []
+        self.notes: list[str] = []  # journals merged at the start
+        self.journal: Journal | None = None
+        self.writer: SessionWriter | None = None
         self.report_path: Path | None = None
-        self._last_flush = time.monotonic()
+        self._kept: WriteReport | None = None
 
     def open_store(self) -> None:
-        """Open the store and record the run as running."""
+        """Open the store and merge what stopped sessions left in their journals."""
         wait = float(self.config.getini("stedge_db_wait") or 5)
         self.store = Store.open(self.path, wait_s=wait)
-        self.run_id = self.store.begin_run(
-            argv=sys.argv,
-            versions=self.state.toolchains.requested,
-            baseline=_option(self.config, "stedge_baseline"),
-        )
+        self.notes += merge_stopped(self.store)
+
+    def begin_run(self, versions: list[str]) -> None:
+        """Record the run as running, start its journal and the writer; handle SIGTERM."""
+        assert self.store is not None
+        run_uuid = uuid.uuid4().hex
+        header = {
+            "run_uuid": run_uuid,
+            "argv": list(sys.argv),
+            "versions": list(versions),
+            "baseline": _option(self.config, "stedge_baseline"),
+            "host": socket.gethostname(),
+            "started_at": datetime.now(timezone.utc).replace(tzinfo=None).isoformat(),
+        }
+        self.journal = Journal.create(self.path, header)
+        try:
+            self.run_id = self.store.begin_run(
+                argv=header["argv"], versions=versions, baseline=header["baseline"],
+                run_uuid=run_uuid,
+            )
+        except BaseException:
+            self.journal.close(delete=True)
+            self.journal = None
+            raise
+        self.run_uuid = run_uuid
+        self.writer = SessionWriter(self.store, self.run_id, self.journal)
 
     # -- xdist -----------------------------------------------------------------------
 
@@ -144,6 +188,7 @@ class StedgeController:
 
     # -- reports ---------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)  # journaled before the terminal says it finished
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "stedge", None)
         if not data:
@@ -167,58 +212,41 @@ class StedgeController:
             self.summary.failures[row.nodeid] = misses or [
                 (row.message or "failed").strip().splitlines()[0][:200]
             ]
-        self._pending.append(row)
-        # DuckDB is built for bulk writes: batch rows, but never hold them for long, so a
-        # killed session loses seconds of work at most.
-        if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._last_flush > FLUSH_SECONDS:
-            self.flush()
+        if self.writer is not None:
+            self.writer.put(row)
 
     def _apply_update(self, row: ItemRow) -> None:
         """--stedge-update: edit the case file here, on the one process that writes files."""
-        from .errors import StedgeError
-        from .update import update_case
+        from .update import session_tracker
 
         assert row.update is not None
-        spec = row.update
-        try:
-            lines = update_case(
-                Path(spec["path"]),
-                variant=spec["variant"],
-                stage=spec["stage"],
-                misses=spec["misses"],
-                baseline_deltas={k: tuple(v) for k, v in spec["baseline_deltas"].items()},
-            )
-        except StedgeError as exc:
-            lines = [f"not updated: {exc}"]
-        self.summary.updates += [f"{spec['path']}: {line}" for line in lines]
-
-    def flush(self) -> None:
-        """Write the rows received so far."""
-        rows, self._pending = self._pending, []
-        self._last_flush = time.monotonic()
-        if not rows or self.store is None or self.run_id is None:
-            return
-        try:
-            self.store.add_items(self.run_id, rows)
-        except Exception as exc:  # the session goes on; the summary says what was lost
-            self.write_errors += [f"{row.nodeid}: {exc}" for row in rows]
+        self.summary.updates += session_tracker(self.config).apply(row.nodeid, row.update)
 
     # -- end of session ----------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.flush()
-        if self.store is None or self.run_id is None:
+        if self.writer is None or self.store is None or self.run_id is None:
             return
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
-            status = "interrupted"
-        elif exitstatus == pytest.ExitCode.OK:
-            status = "passed"
-        elif exitstatus == pytest.ExitCode.TESTS_FAILED:
-            status = "failed"
-        else:
-            status = "error"
-        self.store.finish_run(self.run_id, status=status, exitstatus=int(exitstatus))
-        self._write_report()
+        kept = self._kept = self.writer.close()
+        self.writer = None
+        status = _status(exitstatus)
+        assert self.journal is not None
+        self.journal.finish(status, int(exitstatus))
+        finished = False
+        if not kept.full:
+            try:
+                self.store.finish_run(self.run_id, status=status, exitstatus=int(exitstatus))
+                finished = True
+            except StoreError as exc:
+                kept.errors.append(str(exc))
+        complete = finished and not kept.unstored and not self.journal.full
+        self.journal.close(delete=complete)
+        if not complete:
+            self.write_errors += _kept_lines(
+                self.path, self.journal.path, kept, journal_full=self.journal.full
+            )
+        if finished:
+            self._write_report()
 
     def _write_report(self) -> None:
         """The run's HTML report; a failure to render is said, never fatal."""
@@ -228,30 +256,39 @@ class StedgeController:
         path = (
             Path(option).resolve()
             if option
-            else self.config.rootpath / "reports" / f"run-{self.run_id}.html"
+            else self.config.rootpath / "reports" / f"{run_label(self.run_id, self.run_uuid)}.html"
         )
         try:
             self.report_path = self.config.hook.pytest_stedge_write_report(
                 config=self.config, store=self.store, run_id=self.run_id, path=path
             )
-        except Exception as exc:  # the results are stored; only the page is missing
+        except Exception as exc:  # noqa: BLE001  # the results are stored; only the page is missing
             self.write_errors.append(f"HTML report {path}: {exc}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.writer is not None:  # the session never reached its end: keep the journal
+            self.writer.close()
+            self.writer = None
+        if self.journal is not None:
+            self.journal.close(delete=False)
         if self.store is not None:
             self.store.close()
             self.store = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        write = terminalreporter.write_line
+        from .report.visible import visible
+
+        def write(line: str, **markup: bool) -> None:  # names show their bidi controls
+            terminalreporter.write_line(visible(line, keep_newlines=True), **markup)
+
         rows = self.summary.rows
-        if not rows and self.run_id is None:
+        if not rows and self.run_id is None and not self.notes:
             return
         terminalreporter.section("stedge summary")
         by_case: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for row in rows:
             bucket = {"error": "failed", "xpassed": "passed"}.get(row.outcome, row.outcome)
-            by_case[row.case_name][bucket] += 1
+            by_case[visible(row.case_name)][bucket] += 1
         if by_case:
             width = max(len("case"), *(len(c) for c in by_case))
             known = any(c["xfailed"] for c in by_case.values())
@@ -280,6 +317,8 @@ class StedgeController:
         recorded = sum(1 for r in rows if r.recorded)
         if recorded:
             write(f"{recorded} item(s) replayed from recorded runs")
+        for note in self.notes:
+            write(note)
         for error in self.write_errors:
             write(f"NOT STORED: {error}", red=True)
         if self.run_id is not None:
@@ -303,8 +342,56 @@ class StedgeController:
                 changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
             )
             write("")
+            if all(c.kind is ChangeKind.UNCHANGED for c in report.changes):
+                # say so: silence would not tell "nothing moved" from "nothing was compared"
+                write(f"baseline {base}: {len(report.changes)} metrics unchanged in {head}")
+                continue
             for line in format_table(report).splitlines():
                 write(line)
+
+
+def _status(exitstatus: int) -> str:
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "interrupted"
+    if exitstatus == pytest.ExitCode.OK:
+        return "passed"
+    if exitstatus == pytest.ExitCode.TESTS_FAILED:
+        return "failed"
+    return "error"
+
+
+def _kept_lines(
+    store: Path, journal: Path, kept: WriteReport, *, journal_full: bool = False
+) -> list[str]:
+    """What the summary says when the store could not take everything."""
+    count = len(kept.unstored)
+    why = "the disk is full" if kept.full else "; ".join(dict.fromkeys(kept.errors)) or "busy"
+    lost = (
+        " The journal's disk is full too: items finished after it filled are lost."
+        if journal_full else ""
+    )
+    return [
+        (
+            f"{store}: {why}. {count} finished item(s) and the end of the run are not in "
+            f"the store; they are kept in the journal {journal}, merged by the next session "
+            f"on this store or now by `stedge import {journal} --db {store}`.{lost}"
+        )
+    ]
+
+
+def _finish_on_sigterm() -> None:
+    """SIGTERM (CI runners, `timeout`) ends the session like Ctrl-C: items kept, run
+    marked interrupted, summary printed. A handler someone else installed is kept."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the ending
+        raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _outcome(report: pytest.TestReport) -> str:

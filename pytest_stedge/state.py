@@ -11,7 +11,6 @@ the plugin hands :func:`get_state` the function that sets a controller up.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -26,12 +25,14 @@ from .bugs.registry import BugRegistry, check_case_bugs, load_registry
 from .corpus import Case, file_sha256
 from .errors import CaseError, OracleError
 from .gate import Baseline
+from .store.rows import run_label
 from .toolchain import Discovery, Install
 
 state_key = pytest.StashKey["StedgeState"]()
 controller_setup_key = pytest.StashKey[Callable[[pytest.Config, "StedgeState"], None]]()
 WORKERINPUT_KEY = "stedge"
 NO_INSTALL = "no-install"
+DEFAULT_TIMEOUT = 600.0
 
 
 class Toolchains:
@@ -92,7 +93,9 @@ class Toolchains:
         the store's (``stedge ingest``), else the corpus's."""
         key = (version, case_name, stage)
         rec = self.recordings.get(key) or self.corpus.get(key)
-        return None if rec is None else copy.deepcopy(rec)
+        # a JSON round trip copies a Result ~5x faster than deepcopy (a replayed corpus
+        # pays it on every item); stored datetimes come back as text, as workers see them
+        return None if rec is None else json.loads(json.dumps(rec, default=str))
 
     def corpus_versions(self, case_name: str, stage: str) -> list[str]:
         """Versions the corpus holds a recording of for this case and stage, release order."""
@@ -127,7 +130,8 @@ class Toolchains:
         return {
             "installs": [i.to_dict() for i in self.discovery.installs],
             "searched": self.discovery.searched,
-            "recordings": list(self.recordings.values()),
+            # plain data for execnet: a stored recording carries its datetime
+            "recordings": json.loads(json.dumps(list(self.recordings.values()), default=str)),
             "corpus": list(self.corpus.values()),
             "versions": self.versions,
         }
@@ -148,12 +152,30 @@ class Baselines:
     """The baseline version's figures per (case, stage): stored ones, and those of this
     session's own baseline items (a later version in this process compares with them)."""
 
-    def __init__(self, version: str | None, *, strict: bool, default_band: str) -> None:
+    def __init__(
+        self,
+        version: str | None,
+        *,
+        strict: bool,
+        default_band: str,
+        metric_band_lines: list[str] | None = None,
+    ) -> None:
         self.version = version
         self.strict = strict
         self.default_band = default_band
+        self.metric_band_lines = list(metric_band_lines or [])
         self.stored: dict[tuple[str, str], Baseline] = {}
         self._session: dict[tuple[str, str, str], Baseline] = {}
+
+    @property
+    def metric_bands(self) -> dict[str, str]:
+        """Per-metric default bands: ini ``stedge_metric_bands`` over the noisy metrics' own.
+
+        :raises BandError: for a malformed entry (the session checks them at start).
+        """
+        from .diff import parse_metric_bands
+
+        return parse_metric_bands(self.metric_band_lines)
 
     def in_session(self, versions: list[str]) -> bool:
         """Whether the baseline version runs in this session too."""
@@ -187,21 +209,45 @@ class Baselines:
 
 
 class WorkFolders:
-    """Where the tool writes: one folder per run (shared by xdist workers), one per item."""
+    """Where the tool writes: one folder per run (shared by xdist workers), one per item.
+
+    Unique per store and per run (``run-<id>-<uuid>``: another store's run 3 is another
+    folder), and per item: every name is escaped one-to-one (:func:`path_segment`), so
+    case ``a_b`` and variant ``b`` of case ``a`` never share a folder.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.run_id: int | None = None
+        self.run_uuid: str | None = None
+
+    def run_name(self) -> str:
+        """This run's folder name (``pid-N`` before the run is recorded)."""
+        if self.run_id is None:
+            return f"pid-{os.getpid()}"
+        return run_label(self.run_id, self.run_uuid)
 
     def run_dir(self) -> Path:
         """This session's folder under the work folder."""
-        run = f"run-{self.run_id}" if self.run_id is not None else f"pid-{os.getpid()}"
-        return self.root / run
+        return self.root / self.run_name()
 
     def item_dir(self, case: Case, stage: str, version: str) -> Path:
-        """Its own output folder for one item."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", case.name)
-        return self.run_dir() / safe / f"{stage}-{version}"
+        """Its own output folder for one item: ``<case folder>[/@<variant>]/<stage>-<version>``."""
+        folder = self.run_dir() / path_segment(case.folder.name)
+        if case.variant is not None:
+            folder = folder / ("@" + path_segment(case.variant))
+        return folder / path_segment(f"{stage}-{version}")
+
+
+def path_segment(text: str) -> str:
+    """``text`` as one folder name, one-to-one: characters outside ``[A-Za-z0-9_.-]``
+    (``/`` included) and ``%`` become ``%XX``, and a leading dot is escaped, so no name
+    can climb out of its folder or collide with another."""
+    out = "".join(
+        ch if re.fullmatch(r"[A-Za-z0-9_.-]", ch) else "".join(f"%{b:02X}" for b in ch.encode())
+        for ch in text
+    )
+    return "%2E" + out[1:] if out.startswith(".") else out or "%00"
 
 
 class ModelFacts:
@@ -215,7 +261,7 @@ class ModelFacts:
         self.work = work
         self.finder = ModelFinder(list(model_dirs or []))
         self._sha: dict[Path, str] = {}
-        self._oracle: dict[Path, dict[str, Any] | OracleError] = {}
+        self._oracle: dict[tuple[Path, str], dict[str, Any] | OracleError] = {}
 
     def resolved(self, case: Case) -> Case | None:
         """The case with its model file: itself, or for a record-only case a copy pointing at
@@ -247,24 +293,32 @@ class ModelFacts:
         return self._sha[resolved.model]
 
     def oracle_report(self, case: Case) -> dict[str, Any]:
-        """The oracle's analysis of the case's model; raises the OracleError it gave."""
+        """The oracle's analysis of the case's model as the case's target, options and
+        mpool deploy it; raises the OracleError it gave. Cached per (model, deployment)."""
+        from .oracle import case_deployment
+
         resolved = self.resolved(case)
         if resolved is None:
             raise OracleError(self.missing_reason(case))
         case = resolved
-        cached = self._oracle.get(case.model)
+        deployment = case_deployment(case)
+        key = json.dumps(deployment.key(), sort_keys=True)
+        cached = self._oracle.get((case.model, key))
         if cached is None:
-            cached = self._shared_oracle(case)
-            self._oracle[case.model] = cached
+            cached = self._shared_oracle(case, deployment, key)
+            self._oracle[(case.model, key)] = cached
         if isinstance(cached, OracleError):
             raise cached
         return cached
 
-    def _shared_oracle(self, case: Case) -> dict[str, Any] | OracleError:
-        from .oracle import analyze_model
+    def _shared_oracle(self, case: Case, deployment: Any, key: str) -> dict[str, Any] | OracleError:
+        import hashlib
+
+        from .oracle import analyze_deployed
 
         folder = self.work.run_dir() / "oracle"
-        path = folder / f"{self.sha256(case)}.json"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        path = folder / f"{self.sha256(case)}-{digest}.json"
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -272,7 +326,7 @@ class ModelFacts:
         if isinstance(saved, dict):
             return OracleError(saved["error"]) if "error" in saved else saved
         try:
-            report: dict[str, Any] | OracleError = analyze_model(case.model)
+            report: dict[str, Any] | OracleError = analyze_deployed(case.model, deployment)
         except OracleError as exc:
             report = exc
         data = {"error": str(report)} if isinstance(report, OracleError) else report
@@ -333,13 +387,27 @@ class RunSettings:
         ] + [Path(p) for p in _ini(config, "stedge_models")]
 
     def timeout(self, case: Case) -> float:
-        """Seconds before a run of ``case`` is killed."""
-        if case.timeout is not None:
-            return case.timeout
+        """Seconds before a run of ``case`` is killed (see :meth:`timeout_and_source`)."""
+        return self.timeout_and_source(case)[0]
+
+    def timeout_and_source(self, case: Case) -> tuple[float, str]:
+        """The time limit of a run of ``case`` and what set it: ``--stedge-timeout`` (the
+        command line wins), else the case's ``timeout`` key, else ini ``stedge_timeout``,
+        else 600 s."""
         option = self.config.getoption("stedge_timeout")
         if option is not None:
-            return float(option)
-        return float(self.config.getini("stedge_timeout") or 600)
+            return float(option), f"--stedge-timeout {float(option):g}"
+        if case.timeout is not None:
+            return case.timeout, f"timeout = {case.timeout:g} in {case.path}"
+        ini = self.config.getini("stedge_timeout")
+        if ini:
+            try:
+                return float(ini), f"ini stedge_timeout = {ini}"
+            except ValueError:
+                raise pytest.UsageError(
+                    f"ini stedge_timeout: {ini!r} is not a number of seconds (e.g. 600)"
+                ) from None
+        return DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
 
     def board_desc(self) -> str | None:
         """The ``--desc`` of the board this process uses, if any."""
@@ -356,6 +424,7 @@ class StedgeState:
             _option(config, "stedge_baseline"),
             strict=bool(_option(config, "stedge_strict_baseline")),
             default_band=str(config.getini("stedge_baseline_band") or "0"),
+            metric_band_lines=list(config.getini("stedge_metric_bands") or []),
         )
         self.work = WorkFolders(
             _resolve(config, config.getoption("stedge_workdir"), "stedge_workdir",
@@ -365,6 +434,8 @@ class StedgeState:
         self.models = ModelFacts(self.work, self.settings.model_dirs)
         self.bugs = BugRegistries()
         self.ready = False
+        self._case_files: dict[str, Path] = {}
+        self._nodeids: set[str] = set()
 
     def setup(self, discovery: Discovery, recordings: list[dict[str, Any]], run_id: int | None) -> None:
         """Controller side: the versions to run and the run's id; the corpus recordings
@@ -379,6 +450,25 @@ class StedgeState:
         self.toolchains.setup(discovery, recordings, corpus)
         self.ready = True
 
+    def claim(self, case_toml: Path, case_names: list[str], nodeids: list[str]) -> None:
+        """Reserve a case file's case names and node ids for this session; a name or id
+        another file (or this one) already holds is a :class:`CaseError`: the store keys
+        results by them, and a second holder would overwrite the first."""
+        for name in case_names:
+            holder = self._case_files.setdefault(name, case_toml)
+            if holder != case_toml:
+                raise CaseError(
+                    case_toml, None,
+                    f"case name {name!r} is also the name of {holder}; cases of one session "
+                    "need different names (rename one case folder)",
+                )
+        seen: set[str] = set()
+        for nodeid in nodeids:
+            if nodeid in seen or nodeid in self._nodeids:
+                raise CaseError(case_toml, None, f"duplicate test id {nodeid!r}")
+            seen.add(nodeid)
+        self._nodeids |= seen
+
     def item_versions(self) -> list[str]:
         """Versions to create toolchain items for, the baseline first."""
         return self.toolchains.item_versions(self.baselines.version)
@@ -391,8 +481,10 @@ class StedgeState:
 
         recorded = self.toolchains.corpus_versions(case.name, stage)
         if stage == "validate-target" and not self.settings.boards:
-            versions = [v for v in self.item_versions() if v in recorded]
-            return versions if self.toolchains.requested else recorded
+            stored = {v for v, c, s in self.toolchains.recordings if c == case.name and s == stage}
+            both = sorted(set(recorded) | stored, key=release_key)  # ingested ones replay too
+            versions = [v for v in self.item_versions() if v in both]
+            return versions if self.toolchains.requested else both
         if self.toolchains.requested or not recorded:
             return self.item_versions()
         live = [v for v in self.item_versions() if v != NO_INSTALL]
@@ -405,6 +497,7 @@ class StedgeState:
         return {
             **self.toolchains.to_data(),
             "run_id": self.work.run_id,
+            "run_uuid": self.work.run_uuid,
             "boards": self.settings.boards,
             "baseline": self.baselines.to_data(),
         }
@@ -413,6 +506,7 @@ class StedgeState:
         """Worker side of :meth:`to_workerinput`."""
         self.toolchains.from_data(data)
         self.work.run_id = data["run_id"]
+        self.work.run_uuid = data.get("run_uuid")
         self.settings.boards = data["boards"]
         self.baselines.from_data(data["baseline"])
         self.ready = True

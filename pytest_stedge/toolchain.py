@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -17,9 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import proctree
 from .errors import ToolchainError, ToolchainNotFound
 
 TAIL_LINES = 40
+# The tool's output is read from its log up to this many bytes from the end: a run that
+# prints megabytes of errors costs a bounded time to read after it stops (the log keeps all).
+OUTPUT_TAIL_BYTES = 1024 * 1024
 VERSION_TIMEOUT_S = 60.0
 EXECUTABLE_NAMES = ("stedgeai", "stedgeai.exe", "stm32ai", "stm32ai.exe")
 
@@ -197,11 +200,18 @@ def probe(executable: Path, found_by: str = "") -> Install:
 
 
 def discover(
-    roots: Sequence[Path | str] = (), *, env: dict[str, str] | None = None, defaults: bool = True
+    roots: Sequence[Path | str] = (),
+    *,
+    env: dict[str, str] | None = None,
+    defaults: bool = True,
+    root_flag: str = "--stedge-root",
 ) -> Discovery:
     """Find every install under ``roots`` then the usual places; one install per version
-    (the first found wins, so ``--stedge-root`` overrides the usual places)."""
-    places = [(Path(r).expanduser().resolve(), "--stedge-root") for r in roots]
+    (the first found wins, so ``--stedge-root`` overrides the usual places).
+
+    :param root_flag: how the caller's user gives ``roots`` (``--root`` in ``stedge``).
+    """
+    places = [(Path(r).expanduser().resolve(), root_flag) for r in roots]
     if defaults:
         places += default_roots(env)
     installs: dict[str, Install] = {}
@@ -264,50 +274,61 @@ def run_tool(
     cwd.mkdir(parents=True, exist_ok=True)
     log = cwd / "stedgeai.log"
     argv = [str(a) for a in argv]
+    token = proctree.new_token()
+    proctree.ensure_reaper()  # kills the tool should this process be killed itself
     start = time.perf_counter()
     with open(log, "wb") as sink:
         try:
-            # A session of its own, so a timeout kills the tool and every child it started.
+            # A session of its own (Ctrl-C in the terminal is ours to handle), and a token
+            # in its environment that marks every process of its tree.
             proc = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=env,
+                env=proctree.tool_env(env, token),
                 start_new_session=(os.name == "posix"),
             )
         except OSError as exc:
             raise ToolchainError(argv, reason=f"cannot start: {exc}") from None
+        since = proctree.start_tick(proc.pid)
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill(proc)
+            _kill(proc, token, since)
             raise ToolchainError(
                 argv, timed_out=timeout, output_tail=tail(_read(log))
             ) from None
-        except BaseException:  # Ctrl-C: do not leave the tool running
-            _kill(proc)
+        except BaseException:  # Ctrl-C, SIGTERM: do not leave the tool running
+            _kill(proc, token, since)
             raise
+        _kill(proc, token, since)  # helpers it left behind do not outlive the item
     seconds = time.perf_counter() - start
     return ToolRun(argv=argv, returncode=returncode, seconds=seconds, output=_read(log), log=log)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, limit: int = OUTPUT_TAIL_BYTES) -> str:
+    """The log's last ``limit`` bytes (all of it when smaller), from a line start."""
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - limit))
+            data = handle.read(limit)
     except OSError:
         return ""
+    if size > limit:
+        data = data[data.find(b"\n") + 1 :]
+        return f"[... first {size - len(data):,} bytes of output not read; see {path}]\n" + (
+            data.decode("utf-8", errors="replace")
+        )
+    return data.decode("utf-8", errors="replace")
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
+def _kill(proc: subprocess.Popen[bytes], token: str, since: int) -> None:
+    """Kill the tool's whole tree (see :mod:`.proctree`) and collect the tool."""
+    root = proc.pid if proc.poll() is None else -1  # an exited tool's pid may be reused
+    proctree.kill_tree(root, token, since=since)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover

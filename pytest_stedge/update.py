@@ -1,22 +1,29 @@
 """``--stedge-update``: write measured values back into a case.toml, keeping its layout.
 
-A missed ``[expect]`` bound moves to the measured value where the bound is
+A missed ``[expect]`` bound moves to the measured value where the item's bound is
 defined (``[expect]``, ``[expect.<stage>]``, ``[variants.<v>.expect]`` or
 ``[variants.<v>.expect.<stage>]``, following the merge rules of
 :mod:`pytest_stedge.corpus`); a regression beyond its band widens the
-``[baseline]`` band just enough to cover the change. tomlkit keeps comments,
+``[baseline]`` band just enough to cover the change. An item of a variant writes into
+that variant's own tables only: a bound or band the case shares with every variant is
+copied into the variant and moved there (a stage table whole, as the variant's stage
+table replaces the case's), so the other variants keep theirs. tomlkit keeps comments,
 key order and number style; nothing is ever deleted.
+
+In a session, :class:`UpdateTracker` applies the controller's updates and makes the
+exit status 0 when every failing item was a miss that got written.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import tomlkit
-from tomlkit.items import Item
+from tomlkit.items import InlineTable, Item
 
 from .corpus import ALL_STAGES
 from .diff import beyond_band, parse_band
@@ -42,24 +49,40 @@ def update_case(
     :param baseline_deltas: ``(old, new)`` by metric that regressed beyond its band.
     :raises CaseError: when the file cannot be read or written.
     """
+    written, left = _update(path, variant, stage, misses, baseline_deltas)
+    return written + left
+
+
+def _update(
+    path: Path,
+    variant: str | None,
+    stage: str,
+    misses: Mapping[str, float | None],
+    baseline_deltas: Mapping[str, tuple[float, float]],
+) -> tuple[list[str], list[str]]:
+    """(what was written, what was left alone), one line each."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
         doc = tomlkit.parse(text)
     except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
         raise CaseError(path, None, f"cannot update: {exc}") from None
-    lines: list[str] = []
+    written: list[str] = []
+    left: list[str] = []
     for metric, measured in sorted(misses.items()):
-        lines += _move_bound(doc, path, variant, stage, metric, measured)
+        done, line = _move_bound(doc, variant, stage, metric, measured)
+        (written if done else left).append(line)
     for metric, (old, new) in sorted(baseline_deltas.items()):
-        lines += _widen_band(doc, path, variant, metric, old, new)
+        done, line = _widen_band(doc, variant, metric, old, new)
+        if line:
+            (written if done else left).append(line)
     new_text = tomlkit.dumps(doc)
     if new_text != text:
         try:
             path.write_text(new_text, encoding="utf-8")
         except OSError as exc:
             raise CaseError(path, None, f"cannot write the update: {exc}") from None
-    return lines
+    return written, left
 
 
 # -- expectations ----------------------------------------------------------------------------
@@ -99,27 +122,37 @@ def locate_bound(doc: Any, variant: str | None, stage: str, metric: str) -> tupl
 
 
 def _move_bound(
-    doc: Any, path: Path, variant: str | None, stage: str, metric: str, measured: float | None
-) -> list[str]:
+    doc: Any, variant: str | None, stage: str, metric: str, measured: float | None
+) -> tuple[bool, str]:
+    """(written, the line saying what happened) for one missed bound."""
     if measured is None or (isinstance(measured, float) and not math.isfinite(measured)):
-        return [f"{path}: {metric} on {stage} not measured; its expectation is left alone"]
+        return False, f"{metric} on {stage} not measured; its expectation is left alone"
     found = locate_bound(doc, variant, stage, metric)
     if found is None:
-        return [f"{path}: no [expect] bound of {metric} for {stage}; nothing to move"]
+        return False, f"no [expect] bound of {metric} for {stage}; nothing to move"
     table, name = found
-    shared = " (shared by every variant)" if variant and not name.startswith("variants.") else ""
+    note = ""
+    if variant and not name.startswith("variants."):
+        own = _variant_expect(doc, variant, stage if name != "expect" else None, table)
+        if own is None:
+            return False, (f"[{name}] {metric} is shared by every variant and variant "
+                           f"{variant!r} has no table to hold its own; left alone")
+        if metric not in own[0]:
+            own[0][metric] = copy.deepcopy(table[metric])
+        note = f" (copied from [{name}], which the other variants keep)"
+        table, name = own
     bound = table[metric]
     if not isinstance(bound, dict):  # a bare number is an exact expectation
         old = float(bound)
         table[metric] = _number_like(bound, measured)
-        return [f"{path}: [{name}] {metric} = {_fmt(old)} -> {_fmt(measured)}{shared}"]
+        return True, f"[{name}] {metric} = {_fmt(old)} -> {_fmt(measured)}{note}"
     if "exact" in bound:
         old = float(bound["exact"])
         bound["exact"] = _number_like(bound["exact"], measured)
-        return [f"{path}: [{name}] {metric} exact {_fmt(old)} -> {_fmt(measured)}{shared}"]
+        return True, f"[{name}] {metric} exact {_fmt(old)} -> {_fmt(measured)}{note}"
     rel = float(bound.get("rel", 0.0))
     absolute = float(bound.get("abs", 0.0))
-    out = []
+    moved = []
     for side in ("max", "min"):
         if side not in bound:
             continue
@@ -128,12 +161,41 @@ def _move_bound(
         violated = measured > limit + slack if side == "max" else measured < limit - slack
         if violated:
             bound[side] = _number_like(bound[side], measured)
-            out.append(
-                f"{path}: [{name}] {metric} {side} {_fmt(limit)} -> {_fmt(measured)}{shared}"
-            )
-    if not out:
-        out.append(f"{path}: [{name}] {metric}: {_fmt(measured)} meets its bound; left alone")
-    return out
+            moved.append(f"{side} {_fmt(limit)} -> {_fmt(measured)}")
+    if not moved:
+        return True, f"[{name}] {metric}: {_fmt(measured)} meets its bound; left alone"
+    return True, f"[{name}] {metric} {', '.join(moved)}{note}"
+
+
+def _variant_expect(
+    doc: Any, variant: str, stage: str | None, shared: Any
+) -> tuple[Any, str] | None:
+    """The variant's own ``expect`` table (``stage`` None) or ``expect.<stage>`` table,
+    made when absent; a new stage table starts as a copy of ``shared``, the case's, which
+    it replaces whole for this variant."""
+    holder = _variant_table(doc, variant)
+    if holder is None:
+        return None
+    expect = _sub_table(holder, "expect")
+    if stage is None:
+        return expect, f"variants.{variant}.expect"
+    if _table(expect, stage) is None:
+        table = _new_table_like(expect)
+        for key, value in shared.items():
+            table[key] = copy.deepcopy(value)
+        expect[stage] = table
+    return expect[stage], f"variants.{variant}.expect.{stage}"
+
+
+def _sub_table(holder: Any, key: str) -> Any:
+    """``holder[key]`` as a table, made when absent (inline inside an inline table)."""
+    if _table(holder, key) is None:
+        holder[key] = _new_table_like(holder)
+    return holder[key]
+
+
+def _new_table_like(holder: Any) -> Any:
+    return tomlkit.inline_table() if isinstance(holder, InlineTable) else tomlkit.table()
 
 
 def _number_like(old: Any, value: float) -> Item:
@@ -194,8 +256,9 @@ def _plain(value: float) -> str:
 
 
 def _widen_band(
-    doc: Any, path: Path, variant: str | None, metric: str, old: float, new: float
-) -> list[str]:
+    doc: Any, variant: str | None, metric: str, old: float, new: float
+) -> tuple[bool, str]:
+    """(written, the line saying what happened; empty when the band already covers it)."""
     variant_table = _variant_table(doc, variant)
     var_base = _table(variant_table, "baseline")
     top_base = _table(doc, "baseline")
@@ -209,23 +272,94 @@ def _widen_band(
     try:
         text = widened_band(metric, old, new, current)
     except StedgeError as exc:
-        return [f"{path}: [{name}] {metric}: {exc}; left alone"]
-    if table is None:
-        if variant and variant_table is not None:
-            if var_base is None:
-                variant_table["baseline"] = tomlkit.table()
-                var_base = variant_table["baseline"]
-            table, name = var_base, f"variants.{variant}.baseline"
-        else:
-            if top_base is None:
-                doc["baseline"] = tomlkit.table()
-                top_base = doc["baseline"]
-            table, name = top_base, "baseline"
-        table[metric] = text
-        return [f"{path}: [{name}] {metric} = {text!r} added ({_fmt(old)} -> {_fmt(new)})"]
+        return False, f"[{name}] {metric}: {exc}; left alone"
     if text == current:
-        return []
-    table[metric] = text
-    shared = " (shared by every variant)" if variant and name == "baseline" else ""
-    line = f"{path}: [{name}] {metric} band {current!r} -> {text!r} ({_fmt(old)} -> {_fmt(new)})"
-    return [line + shared]
+        return True, ""
+    change = f"({_fmt(old)} -> {_fmt(new)})"
+    if table is not None and not (variant and name == "baseline"):
+        table[metric] = text
+        return True, f"[{name}] {metric} band {current!r} -> {text!r} {change}"
+    if variant:  # the variant's own band; the case's stays for the other variants
+        if variant_table is None:
+            return False, (f"[baseline] {metric}: variant {variant!r} has no table to hold "
+                           "its own band; left alone")
+        _sub_table(variant_table, "baseline")[metric] = text
+        name = f"variants.{variant}.baseline"
+        was = f", over the case's {current!r}, which the other variants keep" if current else ""
+        return True, f"[{name}] {metric} = {text!r} added {change}{was}"
+    _sub_table(doc, "baseline")[metric] = text
+    return True, f"[baseline] {metric} = {text!r} added {change}"
+
+
+# -- in a session --------------------------------------------------------------------------
+
+
+class UpdateTracker:
+    """``--stedge-update`` on the controller: writes each failing item's update (the
+    session hands it over as the reports arrive) and, when every failure of the session
+    was a miss whose new bounds were all written, turns the exit status to 0."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.updated: set[str] = set()
+        self.failed: set[str] = set()
+        self.collection_errors = 0
+
+    def apply(self, nodeid: str, spec: Mapping[str, Any]) -> list[str]:
+        """Write one item's update; return what it says, one line per edit, path first."""
+        path = Path(spec["path"])
+        try:
+            written, left = _update(
+                path,
+                spec["variant"],
+                spec["stage"],
+                spec["misses"],
+                {k: (float(v[0]), float(v[1])) for k, v in spec["baseline_deltas"].items()},
+            )
+        except StedgeError as exc:
+            written, left = [], [f"not updated: {exc}"]
+        if written and not left:
+            self.updated.add(nodeid)
+        lines = [f"{path}: {line}" for line in written + left]
+        self.lines += lines
+        return lines
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self.failed.add(report.nodeid)
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.collection_errors += 1
+
+    @property
+    def everything_written(self) -> bool:
+        """Every failing item was updated in full, and nothing else went wrong."""
+        return bool(self.failed) and not self.collection_errors and self.failed <= self.updated
+
+    def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
+        import pytest
+
+        if exitstatus == pytest.ExitCode.TESTS_FAILED and self.everything_written:
+            session.exitstatus = pytest.ExitCode.OK
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.everything_written:
+            terminalreporter.write_line(
+                f"--stedge-update wrote the new expectations of all {len(self.failed)} "
+                "failing item(s): exit status 0; run again without --stedge-update to check"
+            )
+
+
+TRACKER_NAME = "stedge-update"
+
+
+def session_tracker(config: Any) -> UpdateTracker:
+    """The session's :class:`UpdateTracker` (registered at configure time by the plugin,
+    so it sees every report)."""
+    tracker = config.pluginmanager.get_plugin(TRACKER_NAME)
+    if tracker is None:
+        tracker = UpdateTracker()
+        config.pluginmanager.register(tracker, TRACKER_NAME)
+    assert isinstance(tracker, UpdateTracker)
+    return tracker

@@ -17,6 +17,40 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
+# The modules with property tests: hypothesis' pytest plugin serves these processes only.
+PROPERTY_TESTS = ("test_parsers_hypothesis.py", "test_signature.py")
+NO_HYPOTHESIS = "-p no:hypothesispytest"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register hypothesis' pytest plugin (kept out by pyproject's addopts) in a process
+    that collects property tests: its health checks, statistics and failure reports serve
+    them as usual, and every other process is spared importing hypothesis."""
+    manager = config.pluginmanager
+    if manager.has_plugin("hypothesispytest") or manager.has_plugin("hypothesis-tests"):
+        return
+    if _collects_property_tests(config):
+        import _hypothesis_pytestplugin
+
+        manager.register(_hypothesis_pytestplugin, "hypothesis-tests")
+
+
+def _collects_property_tests(config: pytest.Config) -> bool:
+    base = config.invocation_params.dir
+    wanted = [Path(__file__).parent / name for name in PROPERTY_TESTS]
+    for arg in config.args:
+        path = (base / arg.split("::")[0]).resolve()
+        if any(path == module or path in module.parents for module in wanted):
+            return True
+    return False
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose sessions (in this process or a new one) leave hypothesis' plugin out:
+    they never run a property test."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", NO_HYPOTHESIS)
+    return pytester
 
 
 @pytest.fixture(scope="session")

@@ -86,7 +86,7 @@ def test_validate_target_loads_the_network_validates_and_stores(
     assert board["network"] == "network" and board["chosen_because"] == ""
     assert item["result"]["validation"]["mode"].lower() == "target"
     # the built-in loader ran the install's n6_loader.py with a config in the item's folder
-    workdir = next((pytester.path / ".stedge" / "work").glob("run-1/cnn/validate-target-4.0.1"))
+    workdir = next((pytester.path / ".stedge" / "work").glob("run-1-*/cnn/validate-target-4.0.1"))
     assert f"config={workdir / 'config_n6l.json'}" in loader_log(fake_installs)
     config = json.loads((workdir / "config_n6l.json").read_text())
     assert config["network.c"] == str(workdir / "st_ai_output" / "network.c")

@@ -43,6 +43,9 @@ def test_rebuild_gives_the_committed_graphs_and_weights(recipes, tmp_path: Path)
     built = build_corpus(recipes, CORPUS, out=tmp_path)
     assert {item.path for item in built} == {recipe.path for recipe in recipes}
     for item in built:
+        if item.path.endswith(".tflite"):  # a flatbuffer written byte for byte
+            assert (CORPUS / item.path).read_bytes() == (tmp_path / item.path).read_bytes()
+            continue
         committed = onnx.load(CORPUS / item.path)
         rebuilt = onnx.load(tmp_path / item.path)
         assert compare_models(committed, rebuilt) == [], item.path

@@ -123,19 +123,33 @@ def test_expectation_flip_wins_over_band() -> None:
     assert kind is ChangeKind.REGRESSED
 
 
-def test_direction_none_metrics_are_not_classified() -> None:
-    with pytest.raises(StedgeError, match="epochs_hw"):
-        classify("epochs_hw", 1, 2, band=EXACT, comparable=True)
+def test_the_hw_ec_split_is_listed_as_changed_and_other_undirected_metrics_are_not() -> None:
+    # real N6 pair: the epoch controller turns HW epochs into EC ones, the total stays
+    assert classify("epochs_hw", 56, 40, band=EXACT, comparable=True) is ChangeKind.CHANGED
+    assert classify("epochs_ec", 0, 16, band=EXACT, comparable=True) is ChangeKind.CHANGED
+    assert classify("epochs_ec", 16, 16, band=EXACT, comparable=True) is ChangeKind.UNCHANGED
+    assert classify("epochs_hw", 56, 40, band=EXACT, comparable=False) is (
+        ChangeKind.NOT_COMPARABLE
+    )
+    with pytest.raises(StedgeError, match="activations_lower_bound_bytes.*not classified"):
+        classify("activations_lower_bound_bytes", 1, 2, band=EXACT, comparable=True)
     changes = compare_results(
         "c",
         "generate",
-        {"epochs_hw": 1, "epochs_sw": 0},
-        {"epochs_hw": 5, "epochs_sw": 0},
+        {"epochs_hw": 56, "epochs_ec": 0, "epochs_sw": 1, "activations_lower_bound_bytes": 9},
+        {"epochs_hw": 40, "epochs_ec": 16, "epochs_sw": 1, "activations_lower_bound_bytes": 9},
         comparable=True,
         bands={},
         default_band="0",
     )
-    assert [c.metric for c in changes] == ["epochs_sw"]
+    assert [(c.metric, c.kind) for c in changes] == [
+        ("epochs_ec", ChangeKind.CHANGED),
+        ("epochs_hw", ChangeKind.CHANGED),
+        ("epochs_sw", ChangeKind.UNCHANGED),
+    ]
+    report = DiffReport("3.0.0", "4.0.1", changes)
+    assert not report.regressed()
+    assert "  epochs_hw   56   40  -16 (-28.6%)  changed  0" in format_table(report).splitlines()
 
 
 def test_compare_results_uses_case_bands_then_default() -> None:

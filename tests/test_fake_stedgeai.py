@@ -24,6 +24,8 @@ from fake_stedgeai.faults import ENV
 from onnx import TensorProto, helper
 from onnx import numpy_helper as nh
 
+from pytest_stedge.parsers import parse_path as parse_path_of
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SAMPLES = SHARED / "stedgeai-samples"
 needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"{SAMPLES} not present")
@@ -535,6 +537,16 @@ def test_version_dependent_epoch_bugs(
     assert "??" not in report("2.2.0", "alt-sched").split("Epochs details")[1]
     ec = report("4.0.1", "allmems-O3-ec")
     assert re.search(r"\|  EC  \|", ec) and "(implemented in 1 epoch controller blobs" in ec
+    # as the real 4.0 reports: the blob is one "epochs a -> b" row, never one row per epoch
+    blob = re.search(r"^\| epochs +(\d+) -> (\d+) +\| +EC +\|", ec, re.M)
+    assert blob and not re.search(r"^\| epoch_\d+ +\| +EC +\|", ec, re.M)
+    # and its c_info holds ONE NODE_EC node for the blob (2.x: one per epoch)
+    doc = _cinfo(tmp_path / "4.0.1-allmems-O3-ec")
+    ec_nodes = [n for n in doc["graphs"][0]["nodes"] if n["mapping"] == "NODE_EC"]
+    first, last = int(blob.group(1)), int(blob.group(2))
+    assert [n["name"] for n in ec_nodes] == [f"_ec_blob_{first}"]
+    result = parse_path_of(tmp_path / "4.0.1-allmems-O3-ec" / "out")
+    assert result["epochs"]["ec"] == last - first + 1 and result["epochs"]["ec_blobs"] == 1
 
 
 # --------------------------------------------------------------------------- faults
@@ -791,10 +803,8 @@ def test_project_parser_reads_the_fake_output(
     models: dict[str, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    parsers = pytest.importorskip("pytest_stedge.parsers")
-    parse_path = getattr(parsers, "parse_path", None)
-    if parse_path is None:
-        pytest.skip("pytest_stedge.parsers.parse_path does not exist yet")
+    from pytest_stedge.parsers import parse_path
+
     model = models["big"]
     assert _run(installs[version], tmp_path, *args, "-m", str(model), monkeypatch=monkeypatch) == 0
     doc = _cinfo(tmp_path)

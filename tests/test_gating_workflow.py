@@ -84,7 +84,7 @@ def test_record_rerun_regress_xpass_update_pass(workflow) -> None:
             "*cnn generate[[]4.0.1]: 4 metric(s) moved beyond their band against 3.0.0.",
             "*activations_bytes*2,048*2,254*+206 (+10.1%)*regressed*",
             "*epochs_sw*4*5*+1*regressed*",
-            "stedge diff 3.0.0 -> 4.0.1: 4 regressed",
+            "stedge diff 3.0.0 -> 4.0.1: 4 regressed, 9 unchanged",
             "cnn [[]generate]*",
             "*activations_bytes*(+10.1%)*REGRESSED*",
             "*epochs_sw*+1*REGRESSED*",
@@ -103,6 +103,11 @@ def test_record_rerun_regress_xpass_update_pass(workflow) -> None:
     before = (corpus / "cnn" / "case.toml").read_text()
     result = run("--stedge-version", "4.0.1", "--stedge-baseline", "3.0.0", "-k", "cnn", "--stedge-update")
     result.stdout.fnmatch_lines(["--stedge-update changed:", "*cnn/case.toml: *activations_bytes*"])
+    # everything asked for was written: exit 0, and each change names its file once
+    assert result.ret == pytest.ExitCode.OK
+    changed = [line for line in result.outlines if "cnn/case.toml: [" in line]
+    assert changed and all(line.count("case.toml") == 1 for line in changed)
+    result.stdout.fnmatch_lines(["--stedge-update wrote the new expectations of all 1 failing*"])
     after = (corpus / "cnn" / "case.toml").read_text()
     assert after != before
     assert "# a 1% band on weights; every other metric uses the ini default (exact)" in after
@@ -129,7 +134,7 @@ def test_baseline_run_in_the_same_session(workflow, xdist: list[str]) -> None:
         "-k", "cnn", *xdist,
     )
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["stedge diff 3.0.0 -> 4.0.1: 4 regressed"])
+    result.stdout.fnmatch_lines(["stedge diff 3.0.0 -> 4.0.1: 4 regressed, 9 unchanged"])
 
 
 def test_a_case_naming_a_missing_bug_is_a_collection_error(workflow) -> None:
@@ -161,3 +166,64 @@ def test_a_known_bug_xfails_and_is_never_accepted_by_update(
     result.assert_outcomes(passed=1, xfailed=1)
     result.stdout.fnmatch_lines(["XFAIL *generate[[]4.0.1]*known bug sw-bug in 4.0.1: *[[]https://example.invalid/sw-bug]*"])
     assert (corpus / "cnn" / "case.toml").read_text() == before
+
+
+def test_update_of_one_variant_writes_into_that_variant_only(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    # issue 19: `--stedge-update -k "mvs-cnn and int8"` widened the [expect] that the
+    # float variant shares, printed each path twice and exited 1
+    corpus = make_corpus(
+        {"mvs-cnn": SIMPLE_CASE + """\
+    [expect]
+    activations_bytes = { max = 1 }  # shared by both variants
+
+    [variants.int8]
+    stages = ["generate"]
+
+    [variants.float]
+    stages = ["generate"]
+    """},
+        root=pytester.path / "corpus",
+    )
+    db = tmp_path / "db.duckdb"
+
+    def run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess(
+            "corpus", "--stedge-root", str(fake_installs), "--stedge-version", "4.0.1",
+            "--stedge-db", str(db), "-p", "no:cacheprovider", *args,
+        )
+
+    result = run("-k", "mvs-cnn and int8", "--stedge-update")
+    assert result.ret == pytest.ExitCode.OK
+    changed = [line for line in result.outlines if "case.toml: [" in line]
+    assert len(changed) == 1 and changed[0].count("case.toml") == 1
+    assert "[variants.int8.expect] activations_bytes max 1 -> " in changed[0]
+    text = (corpus / "mvs-cnn" / "case.toml").read_text()
+    assert "activations_bytes = { max = 1 }  # shared by both variants" in text
+
+    after = run("-k", "generate")
+    after.assert_outcomes(passed=1, failed=1)  # int8 now passes; float still misses
+    after.stdout.fnmatch_lines(["FAILED corpus/mvs-cnn/case.toml::generate[[]float-4.0.1]*"])
+
+
+def test_update_with_a_failure_it_cannot_write_keeps_the_exit_status(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
+) -> None:
+    from fake_stedgeai import make_install
+
+    installs = tmp_path / "installs"
+    make_install(installs / "4.0", "4.0.1", config={"other": {"crash": True}})
+    missed = SIMPLE_CASE + "    [expect]\n    activations_bytes = { max = 1 }\n"
+    corpus = make_corpus({"cnn": missed, "broken": missed}, root=pytester.path / "corpus")
+    (corpus / "broken" / "model.onnx").rename(corpus / "broken" / "other.onnx")
+    toml = corpus / "broken" / "case.toml"
+    toml.write_text(toml.read_text().replace("model.onnx", "other.onnx"))
+    result = pytester.runpytest_subprocess(
+        "corpus", "--stedge-root", str(installs), "--stedge-version", "4.0.1",
+        "--stedge-db", str(tmp_path / "db.duckdb"), "-p", "no:cacheprovider",
+        "--stedge-update", "-k", "generate",
+    )
+    result.assert_outcomes(failed=2)  # cnn missed (and got updated), broken crashed
+    result.stdout.fnmatch_lines(["*cnn/case.toml: [[]expect] activations_bytes max 1 -> *"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -63,7 +63,7 @@ def test_report_command_writes_every_item_of_the_run(
     db, _ = session_store
     monkeypatch.chdir(tmp_path)
     assert _stedge("report", "latest", "--db", str(db)) == 0
-    path = tmp_path / "reports" / "run-1.html"
+    path = next((tmp_path / "reports").glob("run-1-*.html"))
     page = Page(path)
     with Store.open(db, create=False) as store:
         run = store.get_run(1)

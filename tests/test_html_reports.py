@@ -352,8 +352,9 @@ def test_not_run_cells_for_versions_without_findings(
         try:
             index = render_dashboard(store, tmp_path / "site", bugs_dir=sample_store["corpus"] / "bugs")
         finally:
-            store.db.execute("DELETE FROM items WHERE run_id = ?", [run_id])
-            store.db.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+            with store.attached(write=True) as con:
+                con.execute("DELETE FROM items WHERE run_id = ?", [run_id])
+                con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
     page = Page(index.parent / "matrix.html")
     statuses = [a["data-status"] for t, a in page.tags if t == "td" and a.get("data-status")]
     assert statuses[3] == "not-run"

@@ -322,7 +322,7 @@ def test_oracle_command_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["oracle", str(path)]) == 0
     out = capsys.readouterr().out
     assert "float: softmax (Softmax)" in out
-    assert "lower bound (liveness): 64 B" in out
+    assert "floor (lower bound):    64 B" in out
     assert main(["oracle", str(path), "--json", "--tensors"]) == 0
     report = __import__("json").loads(capsys.readouterr().out)
     assert report["plan_bytes"] == 64 and len(report["buffers"]) == 4

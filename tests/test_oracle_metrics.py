@@ -179,6 +179,57 @@ def test_metrics_command_on_a_val_io_npz(capsys: pytest.CaptureFixture[str]) -> 
     assert "m_outputs_1" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("case", _conv_dirs(), ids=lambda p: p.parent.name)
+def test_metrics_command_reads_the_stated_quantization(
+    case: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 19: `stedge metrics network_val_io.npz` alone printed quantized units (rmse
+    # 0.1768 where the tool printed 0.000117739); the validate report beside it says how
+    assert main(["metrics", str(case / "network_val_io.npz"), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    printed = _rows(case / "network_validate_report.txt")["X-cross #1"]
+    for key in KEYS:
+        assert _agrees(row[key], printed[key]), (key, row[key], printed[key])
+    assert row["zero_point"] == -128 and "network_validate_report.txt" in row["dequantized_from"]
+
+
+def test_metrics_command_text_names_where_the_quantization_comes_from(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    case = _need(CONVS / "conv2d_16f_3x3" / "2.2.0-cubemx-target")
+    assert main(["metrics", str(case / "network_val_io.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "dequantized with s=0.0006660326616838574 zp=-128" in out
+    assert "0.000117739" in out.splitlines()[-1]  # the tool's own rmse, as it printed it
+
+
+def test_metrics_command_refuses_to_guess_integer_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = _need(CONVS / "conv2d_16f_3x3" / "2.2.0-cubemx-target")
+    alone = tmp_path / "network_val_io.npz"
+    alone.write_bytes((case / "network_val_io.npz").read_bytes())
+    assert main(["metrics", str(alone)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stedge: error: ") and "--scale S --zero-point ZP" in err
+    assert main(["metrics", str(alone), "--scale", "0.0006660326616838574", "--zero-point",
+                 "-128"]) == 0
+    assert "0.000117739" in capsys.readouterr().out
+
+
+def test_quantization_stated_by_a_c_info_buffer(shared_dir: Path) -> None:
+    from pytest_stedge.oracle.quant import stated_quantization
+
+    # the generate report prints the output's parameters: QLinear(0.550632954,-1,int8)
+    folder = shared_dir / "stedgeai-samples" / "n6-v4.0.0-generate-sw-st-ai-tcn"
+    report = (folder / "network_generate_report.txt").read_text()
+    printed = re.search(r"output 1/1 .*QLinear\(([0-9.]+),(-?\d+),int8\)", report)
+    assert printed
+    (only,) = stated_quantization(folder / "network_val_io.npz").values()
+    assert only.scale == pytest.approx(float(printed[1]), abs=5e-10)
+    assert only.zero_point == int(printed[2]) and "network_c_info.json" in only.source
+
+
 def test_metrics_command_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     np.savez(tmp_path / "a.npz", x=np.zeros(3))
     assert main(["metrics", str(tmp_path / "a.npz")]) == 2

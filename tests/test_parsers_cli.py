@@ -40,11 +40,13 @@ def test_json_output_is_the_result(shared_dir: Path, capsys: pytest.CaptureFixtu
 def test_error_names_the_file_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from pytest_stedge.cli.main import main
+
     path = tmp_path / "network_c_info.json"
     path.write_text('{"json_schema_version": "2.0", "environment": {')
-    assert _run(["parse", str(path)]) == 2
+    assert main(["parse", str(path)]) == 2
     err = capsys.readouterr().err
-    assert str(path) in err and "invalid JSON" in err
+    assert err.startswith(f"stedge: error: {path}") and "invalid JSON" in err
 
 
 def test_help_has_description_and_examples(capsys: pytest.CaptureFixture[str]) -> None:

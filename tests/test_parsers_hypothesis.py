@@ -17,8 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_stedge.cli.parse import json_safe
 from pytest_stedge.errors import ReportParseError
 from pytest_stedge.parsers import parse_file
+from pytest_stedge.result import flat_metrics
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TEXT_SEEDS = [
@@ -37,8 +39,9 @@ N6_C_INFO = "stedgeai-samples/n6-v2.2.0-xcubeai10.2-generate-many-sw-epochs/netw
 
 SETTINGS = settings(
     max_examples=25,
-    deadline=2000,
+    deadline=10_000,  # catches a hang; linear cost itself is tested in test_parse_robustness
     derandomize=True,
+    database=None,  # fixed examples: nothing to replay from earlier runs
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -71,6 +74,8 @@ def _check(path: Path, data: bytes) -> None:
         return
     assert isinstance(result, dict) and result["schema"] == "stedge.result/1"
     json.dumps(result)  # still a JSON-serialisable Result
+    json.dumps(json_safe(result), allow_nan=False)  # and `stedge parse --json` prints JSON
+    flat_metrics(result)  # every figure converts to a float
 
 
 def _target(workdir: Path, seed: str) -> Path:
@@ -173,3 +178,59 @@ def test_c_info_values_of_the_wrong_type(
         except (KeyError, IndexError, TypeError):
             continue
     _check(workdir / "network_c_info.json", json.dumps(doc).encode("utf-8"))
+
+
+# Figures no float can hold: more digits than int() converts, integers beyond 2**1024,
+# exponents beyond a double. Each is a ReportParseError (naming the file), or lands where no
+# figure is read; never a ValueError or OverflowError.
+_HUGE = st.sampled_from(
+    ["9" * 400, "9" * 4301, "1" + "0" * 5000, "1e999", "-1e400", "2" * 309, "1.5e308" + "9"]
+)
+
+
+@SETTINGS
+@given(
+    seed=st.sampled_from(TEXT_SEEDS),
+    huge=st.lists(_HUGE, min_size=1, max_size=4),
+    stride=st.integers(1, 5),
+)
+def test_numbers_swapped_for_figures_no_float_holds(
+    seeds: dict[str, bytes], workdir: Path, seed: str, huge: list[str], stride: int
+) -> None:
+    text = seeds[seed].decode("utf-8", errors="replace")
+    counter = iter(range(10**9))
+
+    def swap(match: re.Match[str]) -> str:
+        index = next(counter)
+        return huge[index % len(huge)] if index % stride == 0 else match.group(0)
+
+    _check(_target(workdir, seed), re.sub(r"\d[\d,]*", swap, text).encode("utf-8"))
+
+
+def _numbers(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(doc, dict):
+        return [p for key, value in doc.items() for p in _numbers(value, prefix + (key,))]
+    if isinstance(doc, list):
+        return [p for i, value in enumerate(doc[:4]) for p in _numbers(value, prefix + (i,))]
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        return [prefix]
+    return []
+
+
+@SETTINGS
+@given(data=st.data())
+def test_c_info_numbers_no_float_holds(
+    n6_doc: dict[str, Any], workdir: Path, data: st.DataObject
+) -> None:
+    doc = copy.deepcopy(n6_doc)
+    paths = _numbers(doc)
+    marker = 7_654_321_987_654_321  # replaced by a literal json.dumps cannot write
+    literal = data.draw(st.sampled_from(["1e999", "-1e400", "9" * 4301]))
+    for _ in range(data.draw(st.integers(1, 4))):
+        path = data.draw(st.sampled_from(paths))
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = data.draw(st.sampled_from([10**400, -(10**500), marker]))
+    text = json.dumps(doc).replace(str(marker), literal)
+    _check(workdir / "network_c_info.json", text.encode("utf-8"))

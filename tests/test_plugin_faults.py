@@ -64,6 +64,28 @@ def test_malformed_case_is_a_collection_error_and_others_run(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+def test_a_model_that_changed_under_its_sha256_pin_fails_collection(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    import hashlib
+
+    corpus = make_corpus({"good": SIMPLE_CASE, "pinned": SIMPLE_CASE})
+    model = corpus / "pinned" / "model.onnx"
+    pinned = hashlib.sha256(model.read_bytes()).hexdigest()
+    toml = corpus / "pinned" / "case.toml"
+    toml.write_text(f'sha256 = "{pinned}"\n' + toml.read_text())
+    _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb").assert_outcomes(passed=4)
+
+    model.write_bytes(model.read_bytes() + b"\0")  # the model changed, the pin did not
+    actual = hashlib.sha256(model.read_bytes()).hexdigest()
+    result = _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*pinned/case.toml: [[]sha256]: the model model.onnx has sha256 {actual}, "
+         f"the case pins {pinned}: the model changed*"]
+    )
+
+
 def _fault_install(root: Path, config: dict) -> Path:
     from fake_stedgeai import make_install
 
@@ -114,10 +136,50 @@ def test_a_hanging_tool_is_killed_after_the_timeout(
     pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
 ) -> None:
     installs = _fault_install(tmp_path / "installs", {"*": {"hang": True}})
-    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    # the case allows 120 s; the command line wins, and the message says which limit it was
+    corpus = make_corpus({"cnn": "    timeout = 120\n" + SIMPLE_CASE})
     result = _run(pytester, corpus, installs, tmp_path / "db.duckdb", "--stedge-timeout", "2")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*Command '*stedgeai generate*' timed out after 2 s*"])
+    result.stdout.fnmatch_lines(
+        ["*Command '*stedgeai generate*' timed out after 2 s: the limit set by --stedge-timeout 2"]
+    )
+    assert result.duration < 60
+
+
+class _Config:
+    def __init__(self, option: float | None, ini: str) -> None:
+        self.option, self.ini = option, ini
+
+    def getoption(self, name: str) -> object:
+        return {"stedge_timeout": self.option}.get(name)
+
+    def getini(self, name: str) -> object:
+        return self.ini if name == "stedge_timeout" else ""
+
+
+@pytest.mark.parametrize(
+    ("option", "case_timeout", "ini", "expected"),
+    [
+        (3.0, 120.0, "900", (3.0, "--stedge-timeout 3")),
+        (None, 120.0, "900", (120.0, "timeout = 120 in ")),
+        (None, None, "900", (900.0, "ini stedge_timeout = 900")),
+        (None, None, "", (600.0, "the default of 600 s")),
+    ],
+    ids=["command-line-wins", "case-key", "ini", "default"],
+)
+def test_timeout_precedence(
+    option: float | None, case_timeout: float | None, ini: str, expected: tuple[float, str],
+    tmp_path: Path,
+) -> None:
+    from pytest_stedge.corpus import Case
+    from pytest_stedge.state import RunSettings
+
+    case = Case(name="cnn", path=tmp_path / "case.toml", corpus_root=tmp_path,
+                model=tmp_path / "m.onnx", target="stm32n6", timeout=case_timeout)
+    settings = RunSettings.__new__(RunSettings)
+    settings.config = _Config(option, ini)  # type: ignore[assignment]
+    seconds, source = settings.timeout_and_source(case)
+    assert seconds == expected[0] and source.startswith(expected[1])
 
 
 def test_ctrl_c_keeps_what_finished_and_marks_the_run_interrupted(
@@ -177,8 +239,8 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     from pytest_stedge.errors import StoreVersionError
 
     db = tmp_path / "db.duckdb"
-    with Store.open(db) as store:
-        store.db.execute("INSERT INTO _stedge_migrations VALUES ('0099_future', now())")
+    with Store.open(db) as store, store.attached(write=True) as con:
+        con.execute("INSERT INTO _stedge_migrations VALUES ('0099_future', now())")
     with pytest.raises(StoreVersionError, match=r"newer pytest-stedge \(unknown migrations: 0099_future\)\. Upgrade"):
         Store.open(db)
 

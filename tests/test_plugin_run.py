@@ -77,7 +77,10 @@ def test_generate_runs_checks_and_stores(
     assert generate["version"] == "4.0.1"
     assert generate["outcome"] == "passed"
     assert generate["result"]["tool"]["version"] == "4.0.1"
-    assert generate["metrics"]["activations_bytes"] > 0
+    # the figure is the tool's own, as its c_info states it
+    (workdir,) = (pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-4.0.1")
+    c_info = json.loads((workdir / "st_ai_output" / "network_c_info.json").read_text())
+    assert generate["metrics"]["activations_bytes"] == c_info["memory_footprint"]["activations"]
     assert generate["metrics"]["activations_ratio"] == pytest.approx(
         generate["metrics"]["activations_bytes"]
         / generate["metrics"]["activations_lower_bound_bytes"]
@@ -85,7 +88,7 @@ def test_generate_runs_checks_and_stores(
     assert len(generate["model_sha256"]) == 64
     assert generate["tool_seconds"] > 0
     # the tool ran in the item's own folder
-    workdirs = list((pytester.path / ".stedge" / "work" / "run-1").glob("cnn/generate-4.0.1"))
+    workdirs = list((pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-4.0.1"))
     assert workdirs and (workdirs[0] / "st_ai_output" / "network_c_info.json").is_file()
 
 
@@ -105,12 +108,22 @@ def test_failed_expectations_show_every_missed_metric(
     )
     result = _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb", "--stedge-version", "4.0.1")
     result.assert_outcomes(passed=1, failed=1)
+    (workdir,) = (pytester.path / ".stedge" / "work").glob("run-1-*/cnn/generate-4.0.1")
+    footprint = json.loads((workdir / "st_ai_output" / "network_c_info.json").read_text())[
+        "memory_footprint"
+    ]
+    act, weights = footprint["activations"], footprint["weights"]
+    # the differences, by hand from the tool's own figures
+    act_row = (f"*activations_bytes*<= 10 B*{act:,} B*+{act - 10:,} B "
+               f"(+{(act - 10) / 10 * 100:.1f}%)")
+    weights_row = (f"*weights_bytes*== 3 B ± 1%*{weights:,} B*+{weights - 3:,} B "
+                   f"(+{(weights - 3) / 3 * 100:.1f}%)")
     result.stdout.fnmatch_lines(
         [
             "*cnn generate[[]4.0.1]: 2 metrics missed their expectations.",
             "*metric*expected*measured*difference",
-            "*activations_bytes*<= 10 B*B*+* B (+*%)",
-            "*weights_bytes*== 3 B ± 1%*",
+            act_row,
+            weights_row,
         ]
     )
     # val_cos is for validate stages: not checked on generate
@@ -202,7 +215,8 @@ def test_last_failed_and_exitfirst_select_items(
             "--stedge-version", "4.0.1"]
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=3, failed=1)
     again = pytester.runpytest_subprocess(*args, "--lf", "-v")
-    assert again.parseoutcomes() == {"failed": 1}
+    # only the failed item runs; the other cases' items are collected and deselected
+    assert again.parseoutcomes() == {"failed": 1, "deselected": 3}
     again.stdout.fnmatch_lines(["*corpus/bad/case.toml::generate[[]4.0.1] FAILED*"])
     first = pytester.runpytest_subprocess(*args, "-x")
     first.assert_outcomes(passed=1, failed=1)

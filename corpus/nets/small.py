@@ -44,9 +44,11 @@ def dw_stride2(seed: int) -> onnx.ModelProto:
 
 
 def conv2d_16f_3x3(seed: int) -> onnx.ModelProto:
-    """One Conv 16 filters 3x3 'same' + ReLU on 64x64x3: the architecture of the
-    stm32n6-edge-ai-benchmarks micro-benchmark baseline_conv2d_16f_3x3 (real-cases
-    n6-micro-convs-4flows), whose validate run reported other activations than generate."""
+    """One Conv 16 filters 3x3 'same' + ReLU + mean over H and W on 64x64x3, 16 outputs:
+    the shape of the stm32n6-edge-ai-benchmarks micro-benchmark baseline_conv2d_16f_3x3
+    (real-cases n6-micro-convs-4flows: CONV_2D with fused ReLU, then MEAN to [1, 16]),
+    whose validate run reported other activations than generate."""
     g = Graph("conv2d_16f_3x3", seed, (1, 3, 64, 64))
-    g.output(g.relu(g.conv("input", 16, 3)))
+    x = g.global_avgpool(g.relu(g.conv("input", 16, 3)))
+    g.output(g.flatten(x))
     return g.model()

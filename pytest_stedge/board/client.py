@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -17,7 +19,6 @@ from . import tensors as bt
 from .errors import (
     FLASH_HINT,
     BoardCommunicationError,
-    BoardDisconnectedError,
     BoardNetworkMismatchError,
     BoardNotValidationFirmwareError,
     BoardProtocolError,
@@ -25,8 +26,10 @@ from .errors import (
     BoardRequestError,
     BoardTimeoutError,
 )
+from .link import Link, Wait, preview
 from .messages import (
     MODES,
+    Limits,
     NetworkInfo,
     NodeResult,
     RunOutput,
@@ -38,6 +41,8 @@ from .messages import (
 from .specs import BoardSpec, open_port, parse_board_spec, resolve_board_spec
 
 _READ_POLL = 0.1  # pyserial read timeout: the longest we block before re-checking a limit
+_DRAIN_S = 2.0  # the longest a boot banner is swallowed before the sync
+_MESSAGE_OVERHEAD = 512  # bytes of an output tensor message besides its data
 
 
 def _ms(value: float) -> float:
@@ -52,12 +57,17 @@ class BoardClient:
         ``socket://127.0.0.1:5555``).
     :param header_bytes: packet header width of the firmware: 2 for ST Edge AI Core >= 2.2
         (msg 3.1 "2.2 variant" and 3.2), 1 for <= 2.1. The protocol cannot tell them apart.
-    :param timeouts: silence limits per phase.
+    :param timeouts: time limits per phase, and of per-layer runs (:class:`Timeouts`).
+    :param limits: the most the client accepts of what the board announces or sends
+        (:class:`Limits`).
     :param on_log: called with each log line the firmware sends.
+
+    Every operation ends, returning or raising a :class:`BoardError`, within
+    :meth:`deadline` seconds, whatever the board sends.
     """
 
     def __init__(self, spec: BoardSpec | str, *, header_bytes: int = 2,
-                 timeouts: Timeouts | None = None,
+                 timeouts: Timeouts | None = None, limits: Limits | None = None,
                  on_log: Callable[[str], None] | None = None) -> None:
         if header_bytes not in (1, 2):
             raise BoardError(f"header_bytes={header_bytes}: accepted 1 (ST Edge AI Core <= 2.1)"
@@ -65,10 +75,10 @@ class BoardClient:
         self.spec = parse_board_spec(spec) if isinstance(spec, str) else spec
         self.header_bytes = header_bytes
         self.timeouts = timeouts or Timeouts()
+        self.limits = limits or Limits()
         self.on_log = on_log
         self.port_reason = ""
-        self._ser: Any = None
-        self._buf = bytearray()
+        self._link: Link | None = None
         self._payload = bp.DEFAULT_PAYLOAD
         self._reqids = itertools.count(1)
         self._reqid = 0
@@ -76,7 +86,15 @@ class BoardClient:
         self._sync: SyncInfo | None = None
         self._networks: dict[int, NetworkInfo] = {}
         self._logs: list[str] = []
-        self.bytes_received = 0
+        self._logs_dropped = 0
+        self._end: float | None = None  # monotonic deadline of the operation under way
+        self._byte_budget: int | None = None  # bytes_received at which a run is refused
+        self._received_before = 0  # bytes of links closed earlier
+
+    @property
+    def bytes_received(self) -> int:
+        """Bytes received from the board since this client was made."""
+        return self._received_before + (self._link.bytes_received if self._link else 0)
 
     # --- connection ----------------------------------------------------------------
     @property
@@ -89,58 +107,118 @@ class BoardClient:
     @property
     def connected(self) -> bool:
         """Whether the port is open (a failed run closes it)."""
-        return self._ser is not None
+        return self._link is not None
 
     def connect(self) -> SyncInfo:
         """Open the port, swallow any boot banner, and sync; returns the sync answer."""
-        if self._ser is not None:
+        if self._link is not None:
             return self.sync()
         if self.spec.port is None:
             self.spec, self.port_reason = resolve_board_spec(self.spec)
-        self._ser = open_port(self.spec, read_timeout=_READ_POLL,
-                              write_timeout=self.timeouts.packet_sync)
+        # Writes never block past a poll's worth of the deadline's margin: the host sends
+        # one packet per sync byte, which no healthy link's buffers refuse.
+        ser = open_port(self.spec, read_timeout=_READ_POLL,
+                        write_timeout=min(self.timeouts.packet_sync, 1.0))
+        self._link = Link(ser, self.where, self.header_bytes, self._rate())
         try:
-            self._drain()
-            return self.sync()
+            with self._operation(self.deadline("connect")):
+                self._drain()
+                return self.sync()
         except BoardError:
             self.close()
             raise
 
+    def _rate(self) -> float:
+        """Bytes per second the deadlines assume: half the 8N1 line rate of the spec's baud
+        (sockets: the default 921,600 baud, as a relay to a UART would run)."""
+        return self.spec.baud / 20
+
     def _drain(self) -> None:
         """Discard the boot banner and stale bytes until the line is quiet for one poll
         (at most 2 s: a port that never stops talking then fails the sync instead)."""
+        link = self._need_link()
         try:
-            self._ser.reset_input_buffer()
-            end = time.monotonic() + 2.0
-            while self._ser.read(4096) and time.monotonic() < end:
+            link.ser.reset_input_buffer()
+            end = time.monotonic() + _DRAIN_S
+            while link.ser.read(4096) and time.monotonic() < end:
                 pass
-        except Exception as exc:  # noqa: BLE001 - pyserial raises many kinds here
-            raise self._lost(exc) from exc
-        self._buf.clear()
+        except Exception as exc:  # pyserial raises many kinds here
+            raise link.lost(exc) from exc
+        link.clear()
 
     def close(self) -> None:
         """Close the port (idempotent). A v3.2 board is told to drop back to 32-byte packets."""
-        if self._ser is None:
+        if self._link is None:
             return
-        ser, self._ser = self._ser, None
+        link, self._link = self._link, None
+        self._received_before += link.bytes_received
         try:
-            self._disconnect_message(ser)
-        except Exception:  # noqa: BLE001 - best effort while closing
-            pass
+            with suppress(Exception):  # best effort while closing
+                self._disconnect_message(link)
         finally:
-            ser.close()
+            self._payload = bp.DEFAULT_PAYLOAD
+            link.ser.close()
 
-    def _disconnect_message(self, ser: Any = None) -> None:
+    def _disconnect_message(self, link: Link) -> None:
         """v3.2 boards at a large packet size: CMD_DISCONNECT resets them to 32 (no answer)."""
-        ser = ser or self._ser
         if self._sync and self._sync.version_word >= 0x0302 and self._payload != 32:
             self._reqid = next(self._reqids)
-            ser.write(bp.host_packets(bp.request(self._reqid, bp.CMD_DISCONNECT),
-                                      self._payload, self.header_bytes)[0])
-            ser.flush()
-            self._payload = bp.DEFAULT_PAYLOAD
+            link.write_raw(bp.host_packets(bp.request(self._reqid, bp.CMD_DISCONNECT),
+                                           self._payload, self.header_bytes)[0])
+            self._payload = link.payload = bp.DEFAULT_PAYLOAD
 
-    def __enter__(self) -> BoardClient:
+    def _need_link(self) -> Link:
+        if self._link is None:
+            raise BoardError(f"{self.where}: not connected (call connect() or use `with`)")
+        return self._link
+
+    # --- deadlines -------------------------------------------------------------------
+    def deadline(self, operation: str, info: NetworkInfo | None = None,
+                 mode: str = "io") -> float:
+        """The most seconds ``operation`` takes, whatever the board sends (plus a 0.1 s read
+        poll, and the 0.3 s pyserial sleeps when a failed call closes a ``socket://`` link).
+
+        ``sync`` and ``system_info``: ``timeouts.sync``; ``network_info``:
+        ``timeouts.info``; ``connect``: 2 s of banner draining plus a sync; ``run`` (of the
+        network ``info`` in ``mode``): the run ack, each input's packets and ack, the
+        inference (``timeouts.op``), the outputs, plus ``timeouts.per_layer`` in per-layer
+        modes. Each adds the line time of the bytes it moves and of one small message
+        (:attr:`Limits.info_bytes`), at half the line rate.
+        """
+        t = self.timeouts
+        slack = self.limits.info_bytes / self._rate()
+        if operation in ("sync", "system_info"):
+            return t.sync + slack
+        if operation == "network_info":
+            return t.info + slack
+        if operation == "connect":
+            return _DRAIN_S + _READ_POLL + self.deadline("sync")
+        if operation != "run" or info is None:
+            raise BoardError(f"no deadline for {operation!r}: accepted connect, sync, "
+                             "system_info, network_info, or run with the network's info")
+        total = t.run_ack + t.op + slack
+        for desc in info.inputs:
+            packets = math.ceil((desc.nbytes + 16) / self._payload)
+            total += t.input_ack + t.packet_sync + packets * (self.header_bytes + self._payload
+                                                              ) / self._rate()
+        total += sum(d.nbytes + _MESSAGE_OVERHEAD for d in info.outputs) / self._rate()
+        return total + (t.per_layer if mode != "io" else 0.0)
+
+    @contextmanager
+    def _operation(self, seconds: float) -> Iterator[None]:
+        """Run the block under a deadline ``seconds`` from now (an operation inside another
+        keeps the outer one's). Logs are collected afresh per outermost operation."""
+        if self._end is not None:
+            yield
+            return
+        self._end = time.monotonic() + seconds
+        self._logs, self._logs_dropped = [], 0
+        try:
+            yield
+        finally:
+            self._end = None
+
+    def __enter__(self) -> Self:
         self.connect()
         return self
 
@@ -154,10 +232,11 @@ class BoardClient:
         if self._payload != bp.DEFAULT_PAYLOAD:
             # A board at a large packet size would wait for a full large packet: v3.2 has
             # DISCONNECT (sent at the current size) to bring it back to 32 first.
-            self._disconnect_message()
-        self._payload = bp.DEFAULT_PAYLOAD  # both sides fall back to 32 on SYNC
+            self._disconnect_message(self._need_link())
+        self._set_payload(bp.DEFAULT_PAYLOAD)  # both sides fall back to 32 on SYNC
         try:
-            msg = self._transact(bp.CMD_SYNC, "sync", (bp.S_IDLE,), self.timeouts.sync)
+            with self._operation(self.deadline("sync")):
+                msg = self._transact(bp.CMD_SYNC, "sync", (bp.S_IDLE,), self.timeouts.sync)
         except (BoardTimeoutError, BoardProtocolError, BoardRequestError) as exc:
             other = 1 if self.header_bytes == 2 else 2
             raise BoardNotValidationFirmwareError(
@@ -177,19 +256,29 @@ class BoardClient:
 
     def system_info(self) -> SystemInfo:
         """CMD_SYS_INFO; switches packet size when the firmware asks (USB-CDC builds)."""
-        msg = self._transact(bp.CMD_SYS_INFO, "sinfo", (bp.S_IDLE,), self.timeouts.sync)
+        with self._operation(self.deadline("system_info")):
+            msg = self._transact(bp.CMD_SYS_INFO, "sinfo", (bp.S_IDLE,), self.timeouts.sync)
         com = int(msg.get("com_param", 0))
         if self.header_bytes == 2 and com:
-            self._payload = com
+            if not bp.MIN_PAYLOAD <= com <= bp.MAX_PAYLOAD:
+                self.close()
+                raise BoardProtocolError(
+                    f"{self.where}: system info asks for packets of {com} bytes (com_param); "
+                    f"accepted 0 (keep {bp.DEFAULT_PAYLOAD}) or {bp.MIN_PAYLOAD}.."
+                    f"{bp.MAX_PAYLOAD}, the firmware's largest packet size")
+            self._set_payload(com)
         return SystemInfo(msg["devid"], msg["sclock"], msg["hclock"], msg["cache"], com,
                           tuple(msg["extra"]))
 
     def network_info(self, index: int = 0) -> NetworkInfo:
         """CMD_NETWORK_INFO for the network at ``index``."""
-        msg = self._transact(bp.CMD_NETWORK_INFO, "minfo", (bp.S_IDLE,), self.timeouts.info,
-                             param=index)
+        with self._operation(self.deadline("network_info")):
+            msg = self._transact(bp.CMD_NETWORK_INFO, "minfo", (bp.S_IDLE,),
+                                 self.timeouts.info, param=index)
         try:
             info = NetworkInfo.from_msg(msg)
+            for desc in (*info.inputs, *info.outputs):
+                self._check_tensor_size(desc)
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: network #{index} descriptor: {exc}") from exc
         self._networks[index] = info
@@ -250,18 +339,26 @@ class BoardClient:
         arrays = input_bytes(info, inputs)
         result = RunOutput()
         try:
-            self._run(info, MODES[mode], arrays, result)
+            with self._operation(self.deadline("run", info, mode)):
+                self._byte_budget = self.bytes_received + self.limits.run_bytes
+                try:
+                    self._run(info, MODES[mode], arrays, result)
+                finally:
+                    self._byte_budget = None
+                    result.logs = self._kept_logs()
         except BoardCommunicationError as exc:
             exc.partial = result
             exc.args = (f"{exc.args[0]}; received so far: {result.summary()}",)
             self.close()
             raise
-        result.logs = list(self._logs)
         return result
 
+    def _kept_logs(self) -> list[str]:
+        dropped = [f"[{self._logs_dropped} more log line(s) not kept]"] if self._logs_dropped else []
+        return [*self._logs, *dropped]
+
     def _run(self, info: NetworkInfo, param: int, arrays: list[bytes], out: RunOutput) -> None:
-        t = self.timeouts
-        self._logs = []
+        t, caps = self.timeouts, self.limits
         ack = self._transact(bp.CMD_NETWORK_RUN, "ack", (bp.S_WAITING,), t.run_ack,
                              param=param, name=info.name, opt=1)
         del ack
@@ -274,6 +371,11 @@ class BoardClient:
                                          f"of {len(data)}")
             self._send(bp.host_ack())
         while True:  # node reports until the model-level op (flags NONE)
+            if len(out.nodes) >= caps.node_reports:
+                raise BoardProtocolError(
+                    f"{self.where}: more than {caps.node_reports} node reports in one run "
+                    f"(the network has {info.n_nodes} node(s)); at most {caps.node_reports} "
+                    "are accepted")
             op = self._expect("op", (bp.S_PROCESSING,), t.op)
             flags = op["type"] >> 24
             counters = bt.decode_counters(op["counter_type"], op["counters"])
@@ -286,6 +388,11 @@ class BoardClient:
             if flags & bp.OP_WITHOUT_TENSOR:
                 continue
             for k in itertools.count():
+                if k >= caps.node_tensors:
+                    raise BoardProtocolError(
+                        f"{self.where}: node {node.name!r} sent more than {caps.node_tensors} "
+                        "tensors without one flagged LAST; at most "
+                        f"{caps.node_tensors} are accepted")
                 msg = self._expect("tensor", (bp.S_PROCESSING,), t.op)
                 desc, arr = self._tensor(msg)
                 tname = desc.name or f"{node.name}.{k}"
@@ -312,31 +419,51 @@ class BoardClient:
     def _tensor(self, msg: Mapping[str, Any]) -> tuple[bt.TensorDesc, np.ndarray]:
         try:
             desc = bt.TensorDesc.from_msg(msg["desc"])
+            self._check_tensor_size(desc)
             return desc, desc.array(msg["data"]["datas"])
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: {exc}") from exc
 
+    def _check_tensor_size(self, desc: bt.TensorDesc) -> None:
+        if desc.nbytes > self.limits.tensor_bytes:
+            raise bp.WireError(
+                f"tensor {desc.name or '?'}: its descriptor announces {desc.dtype}"
+                f"{list(desc.shape)} = {desc.nbytes} bytes; at most {self.limits.tensor_bytes}"
+                " bytes per tensor are accepted")
+
     # --- transactions ----------------------------------------------------------------
+    def _set_payload(self, size: int) -> None:
+        self._payload = size
+        if self._link is not None:
+            self._link.payload = size
+
     def _transact(self, cmd: int, payload: str, states: tuple[int, ...], timeout: float,
                   param: int = 0, name: str = "", opt: int = 0) -> dict[str, Any]:
-        if self._ser is None:
-            raise BoardError(f"{self.where}: not connected (call connect() or use `with`)")
+        self._need_link()
         self._reqid = next(self._reqids)
         self._send(bp.request(self._reqid, cmd, param, name, opt))
         return self._expect(payload, states, timeout)
 
     def _expect(self, payload: str, states: tuple[int, ...], timeout: float) -> dict[str, Any]:
-        """Receive the next non-log message and check its request id, state and payload."""
+        """Receive the next non-log message and check its request id, state and payload.
+
+        Log lines do not extend the wait: they are acknowledged, kept (up to
+        :attr:`Limits.log_lines`) and counted in the timeout's message."""
+        cap = self.limits.message_bytes if payload == "tensor" else self.limits.info_bytes
+        wait = Wait(payload, timeout, self._end or time.monotonic() + timeout, cap)
         while True:
-            msg = self._receive(timeout, payload)
-            if msg.get("log") is not None:
-                line = str(msg["log"]["str"])
+            msg = self._receive(wait)
+            if msg.get("log") is None:
+                break
+            line = str(msg["log"]["str"])[:self.limits.log_chars]
+            wait.logs, wait.last_log = wait.logs + 1, line[:80]
+            if len(self._logs) < self.limits.log_lines:
                 self._logs.append(line)
-                if self.on_log:
-                    self.on_log(line)
-                self._send(bp.host_ack())
-                continue
-            break
+            else:
+                self._logs_dropped += 1
+            if self.on_log:
+                self.on_log(line)
+            self._send(bp.host_ack(), wait.end)
         if msg["reqid"] != self._reqid:
             raise BoardProtocolError(f"{self.where}: answer to request {msg['reqid']} while "
                                      f"waiting for request {self._reqid} (link out of step)")
@@ -353,62 +480,22 @@ class BoardClient:
                 f"{'/'.join(bp.STATE_NAMES[s] for s in states)} was expected")
         return dict(msg[payload])
 
-    def _receive(self, timeout: float, what: str) -> dict[str, Any]:
-        hb, parts = self.header_bytes, []
-        while True:
-            size = hb + self._payload
-            pkt = self._read(size, timeout, what)
-            eom, n = bp.parse_header(pkt, hb)
-            if not eom:
-                parts.append(pkt[hb:])
-                continue
-            if n > self._payload:
-                raise BoardProtocolError(
-                    f"{self.where}: packet header 0x{pkt[:hb].hex()} announces {n} bytes in a "
-                    f"{self._payload}-byte packet (garbage on the line, or "
-                    f"{'2' if hb == 1 else '1'}-byte-header firmware)")
-            parts.append(pkt[hb:hb + n])
-            break
-        body = b"".join(parts)
+    def _receive(self, wait: Wait) -> dict[str, Any]:
+        link = self._need_link()
+        body = link.receive(wait)
+        if self._byte_budget is not None and self.bytes_received > self._byte_budget:
+            raise BoardProtocolError(
+                f"{self.where}: more than {self.limits.run_bytes} bytes received in one run; "
+                f"at most {self.limits.run_bytes} are accepted")
         try:
             return bp.decode(self._schema, body)
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: undecodable message of {len(body)} bytes "
-                                     f"while waiting for {what!r}: {exc}") from exc
+                                     f"({preview(body)}) while waiting for {wait.what!r}: "
+                                     f"{exc}") from exc
 
-    def _read(self, n: int, timeout: float, what: str) -> bytes:
-        """Exactly ``n`` bytes; fails after ``timeout`` s without any byte arriving."""
-        buf, ser = self._buf, self._ser
-        deadline = time.monotonic() + timeout
-        while len(buf) < n:
-            try:
-                chunk = ser.read(max(n - len(buf), ser.in_waiting))
-            except Exception as exc:  # noqa: BLE001 - SerialException, OSError, socket errors
-                raise self._lost(exc) from exc
-            if chunk:
-                buf += chunk
-                self.bytes_received += len(chunk)
-                deadline = time.monotonic() + timeout
-            elif time.monotonic() >= deadline:
-                got = f" ({len(buf)} byte(s) of a packet received)" if buf else ""
-                raise BoardTimeoutError(f"{self.where}: no answer for {timeout:g} s while "
-                                        f"waiting for {what!r}{got}")
-        out = bytes(buf[:n])
-        del buf[:n]
-        return out
-
-    def _send(self, message: bytes) -> None:
-        packets = bp.host_packets(message, self._payload, self.header_bytes)
-        try:
-            for i, pkt in enumerate(packets):
-                if i:  # flow control: one byte from the board before each later packet
-                    self._read(1, self.timeouts.packet_sync, "packet sync byte")
-                self._ser.write(pkt)
-        except BoardCommunicationError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise self._lost(exc) from exc
-
-    def _lost(self, exc: BaseException) -> BoardDisconnectedError:
-        return BoardDisconnectedError(f"{self.where}: link lost ({exc}); check the cable and "
-                                      "that the board did not reset")
+    def _send(self, message: bytes, end: float | None = None) -> None:
+        link = self._need_link()
+        if end is None:
+            end = self._end or time.monotonic() + self.timeouts.packet_sync * 2
+        link.send(message, end, self.timeouts.packet_sync)

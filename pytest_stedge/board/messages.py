@@ -1,5 +1,6 @@
 """What a board answers (sync, system and network info, per-node results, outputs), the
-per-phase silence limits, and inputs turned into the bytes the board expects."""
+time limits and size caps the client keeps, and inputs turned into the bytes the board
+expects."""
 
 from __future__ import annotations
 
@@ -127,7 +128,15 @@ class RunOutput:
 
 @dataclass(frozen=True)
 class Timeouts:
-    """Silence limits per phase, in seconds (ST's host values by default)."""
+    """Time limits, in seconds (ST's host values by default for the phases).
+
+    A phase limit is the longest wait for one message of that phase; the message's own
+    bytes extend its wait by their line time (at half the line rate), so a large tensor
+    streaming at line rate never times out, while log lines, garbage and a board dribbling
+    bytes do not extend anything. Every operation also has a total deadline, fixed when it
+    starts (see :meth:`pytest_stedge.board.client.BoardClient.deadline`): ``per_layer`` is
+    the part of it the node reports of one per-layer run may take in all.
+    """
 
     sync: float = 0.5
     info: float = 5.0
@@ -135,6 +144,27 @@ class Timeouts:
     input_ack: float = 10.0
     op: float = 50.0
     packet_sync: float = 5.0
+    per_layer: float = 3600.0  # a 300 MB per-layer dump at 921,600 baud takes ~55 min
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The most the client accepts of what a board announces or sends; beyond each, a
+    :class:`~pytest_stedge.board.errors.BoardProtocolError` names what arrived.
+
+    Memory of one call stays under ``run_bytes + 2 * message_bytes`` plus
+    ``log_lines * log_chars`` characters and small per-node records: a message's body and
+    its decoded tensor are the only copies held at once.
+    """
+
+    message_bytes: int = (64 << 20) + (64 << 10)  # one tensor message: data + descriptor
+    info_bytes: int = 64 << 10  # any other message (sync, sysinfo, ack, log, op, minfo)
+    tensor_bytes: int = 64 << 20  # one tensor a descriptor announces (dims x item size)
+    run_bytes: int = 1 << 30  # everything one inference sends
+    node_reports: int = 16384  # node (or N6 epoch) reports in one per-layer run
+    node_tensors: int = 1024  # tensors after one node report
+    log_lines: int = 256  # log lines kept per operation (the rest are counted)
+    log_chars: int = 1024  # characters kept of one log line
 
 
 def input_bytes(info: NetworkInfo,

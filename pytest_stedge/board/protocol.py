@@ -57,6 +57,9 @@ COUNTER_FMT_64B, COUNTER_FMT_32B = 0, 1
 EOM_FLAG = 0x80
 SYNC_BYTE = 0xAA
 DEFAULT_PAYLOAD = 32
+# Packet payload sizes a board may switch to (sysinfo com_param): the default up to the
+# firmware's IO_IN_PACKET_SIZE_LARGE / IO_OUT_PACKET_SIZE_LARGE (§3.3).
+MIN_PAYLOAD, MAX_PAYLOAD = DEFAULT_PAYLOAD, 4094
 
 # --- schemas ------------------------------------------------------------------------
 # kinds: u32/u64 (varint), i32 (varint, negatives sign-extended to 10 bytes), f32
@@ -214,7 +217,7 @@ def _scalar(kind: str, wire: int, buf: memoryview, pos: int) -> tuple[Any, int]:
     raise WireError(f"wire type {wire} for a {kind} field")
 
 
-def decode(schema: Schema, data: bytes | memoryview) -> dict[str, Any]:
+def decode(schema: Schema, data: bytes | bytearray | memoryview) -> dict[str, Any]:
     """Parse bytes into a dict; absent required fields get their zero value."""
     buf = memoryview(data)
     by_num = {f.num: f for f in schema}
@@ -299,7 +302,7 @@ def header(size: int, eom: bool, header_bytes: int) -> bytes:
     return bytes((flag | (size >> 8), size & 0xFF))
 
 
-def parse_header(raw: bytes | memoryview, header_bytes: int) -> tuple[bool, int]:
+def parse_header(raw: bytes | bytearray | memoryview, header_bytes: int) -> tuple[bool, int]:
     """(end of message, size field) of a packet header."""
     eom = bool(raw[0] & EOM_FLAG)
     if header_bytes == 1:

@@ -5,6 +5,7 @@ Pure functions over the decoded ``aiTensorDescMsg`` dicts of :mod:`board_protoco
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,8 +94,8 @@ class TensorDesc:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of one sample of this tensor."""
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        """Bytes of one sample of this tensor (exact: dims a board announces may be huge)."""
+        return math.prod(int(d) for d in self.shape) * self.dtype.itemsize
 
     @classmethod
     def from_msg(cls, msg: Mapping[str, Any]) -> TensorDesc:
@@ -108,11 +109,10 @@ class TensorDesc:
         """The tensor bytes as an array of this descriptor's dtype and shape."""
         if not datas or self.flags & bp.TENSOR_NO_DATA:
             return np.empty((0,), dtype=self.dtype)
-        arr = np.frombuffer(datas, dtype=self.dtype)
-        if arr.size * self.dtype.itemsize != self.nbytes:
+        if len(datas) != self.nbytes:
             raise bp.WireError(f"tensor {self.name or '?'}: {len(datas)} bytes received, "
-                            f"{self.nbytes} expected for {self.dtype}{list(self.shape)}")
-        return arr.reshape(self.shape)
+                               f"{self.nbytes} expected for {self.dtype}{list(self.shape)}")
+        return np.frombuffer(datas, dtype=self.dtype).reshape(self.shape)
 
     def dequantize(self, arr: np.ndarray) -> np.ndarray:
         """Real values of raw data: affine (scale, zero point) or fixed point; else as is."""

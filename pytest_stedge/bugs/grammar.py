@@ -48,6 +48,9 @@ KEYWORDS = ("and", "or", "not", "in", "true", "false")
 _COMPARISONS = ("<=", ">=", "==", "!=", "<", ">")
 _MAX_LENGTH = 2000  # a signature is one line of reasoning, not a program
 _MAX_DEPTH = 50  # nesting depth; deeper input is refused before Python's recursion limit
+# Depth of the parsed tree: a chain such as 1+1+...+1 nests one node per operator without
+# any parenthesis, so it is bounded too; evaluation then recurses at most this deep.
+_MAX_TREE_DEPTH = 100
 
 
 class SignatureError(StedgeError):
@@ -161,6 +164,8 @@ def _scan_number(text: str, i: int) -> int:
             i = j
             while i < n and text[i].isascii() and text[i].isdigit():
                 i += 1
+        elif not (j < n and (text[j].isalnum() or text[j] == "_")):
+            i = j  # '1e', '1e+': an exponent without digits, reported as a malformed number
     return i
 
 
@@ -261,6 +266,20 @@ class _Parser:
         self.tokens = tokenize(text)
         self.pos = 0
         self.depth = 0
+        self._tree_depth: dict[int, int] = {}  # id(node) -> depth of its subtree (leaves: 1)
+
+    def node(self, tok: Token, made: Node, *children: Node) -> Node:
+        """Record ``made`` (built over ``children``) and refuse a tree grown too deep."""
+        depth = 1 + max((self._tree_depth.get(id(c), 1) for c in children), default=0)
+        if depth > _MAX_TREE_DEPTH:
+            raise self.error(
+                tok,
+                f"the condition nests more than {_MAX_TREE_DEPTH} operations (each '+', '-', "
+                "'*', '/' of a chain adds one)",
+                "a shorter condition",
+            )
+        self._tree_depth[id(made)] = depth
+        return made
 
     # token helpers
     @property
@@ -330,7 +349,7 @@ class _Parser:
             tok = self.tok
             nxt, nkind = operand()
             nodes.append(self._need_bool(nxt, nkind, tok, word))
-        return Logic(word, tuple(nodes)), "bool"
+        return self.node(first_tok, Logic(word, tuple(nodes)), *nodes), "bool"
 
     def _need_bool(self, node: Node, kind: str, tok: Token, word: str) -> Node:
         if kind != "bool":
@@ -345,7 +364,8 @@ class _Parser:
             self._enter(tok)
             node, kind = self.not_expr()
             self.depth -= 1
-            return Not(self._need_bool(node, kind, tok, "not")), "bool"
+            operand = self._need_bool(node, kind, tok, "not")
+            return self.node(tok, Not(operand), operand), "bool"
         return self.comparison()
 
     def comparison(self) -> tuple[Node, str]:
@@ -356,7 +376,7 @@ class _Parser:
             right_tok = self.tok
             right, rkind = self.sum()
             self._check_compare(op_tok, left_tok, lkind, right_tok, rkind)
-            node: Node = Compare(op_tok.value, left, right)
+            node: Node = self.node(op_tok, Compare(op_tok.value, left, right), left, right)
         elif self.at_keyword("in") or (
             self.at_keyword("not")
             and self.tokens[self.pos + 1].kind == "NAME"
@@ -381,7 +401,7 @@ class _Parser:
                     f"{op!r} needs a list on its right, got a {rkind}",
                     f"one of {', '.join(LIST_NAMES)}",
                 )
-            node = Compare(op, left, right)
+            node = self.node(op_tok, Compare(op, left, right), left, right)
         else:
             return left, lkind
         if self.at("OP") and self.tok.value in _COMPARISONS or self.at_keyword("in"):
@@ -435,7 +455,7 @@ class _Parser:
                         f"{op_tok.value!r} works on numbers, this is a {k}",
                         "a metric name or a number",
                     )
-            node, kind = Arith(op_tok.value, node, right), "number"
+            node, kind = self.node(op_tok, Arith(op_tok.value, node, right), node, right), "number"
         return node, kind
 
     def unary(self) -> tuple[Node, str]:
@@ -447,7 +467,7 @@ class _Parser:
             self.depth -= 1
             if kind != "number":
                 raise self.error(rtok, f"'-' works on numbers, this is a {kind}", "a number")
-            return Neg(node), "number"
+            return self.node(tok, Neg(node), node), "number"
         return self.atom()
 
     def atom(self) -> tuple[Node, str]:

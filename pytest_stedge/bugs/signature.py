@@ -176,7 +176,11 @@ def _lookup(node: Name, env: Mapping[str, Any]) -> Any:
     if node.type == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return UNKNOWN
-        return float(value) if math.isfinite(value) else UNKNOWN
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float range: no figure to compare
+            return UNKNOWN
+        return number if math.isfinite(number) else UNKNOWN
     if node.type == "list":
         if isinstance(value, (list, tuple, set, frozenset)):
             return [str(v) for v in value]

@@ -284,7 +284,12 @@ def _onnx_io_names(model: Path) -> tuple[dict[str, bool], dict[str, bool]]:
         return {}, {}
     import onnx
 
-    graph = onnx.load(str(model), load_external_data=False).graph
+    from pytest_stedge.errors import StedgeError
+
+    try:
+        graph = onnx.load(str(model), load_external_data=False).graph
+    except Exception as exc:  # DecodeError and friends: not an ONNX file
+        raise StedgeError(f"{model}: not an ONNX model ({type(exc).__name__}: {exc})") from exc
     inits = {i.name for i in graph.initializer}
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
 

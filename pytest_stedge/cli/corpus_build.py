@@ -40,7 +40,7 @@ class Recipe:
     ``build()`` returns, normalised and serialised."""
 
     path: str
-    build: Callable[[], onnx.ModelProto]
+    build: Callable[[], onnx.ModelProto | bytes]  # bytes: a TFLite flatbuffer, as written
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,10 @@ class Built:
 
 def build_bytes(recipe: Recipe) -> bytes:
     """Build and normalise one recipe; return the serialised model."""
-    return bytes(normalise(recipe.build()).SerializeToString(deterministic=True))
+    model = recipe.build()
+    if isinstance(model, bytes):  # a TFLite flatbuffer: deterministic as written
+        return model
+    return bytes(normalise(model).SerializeToString(deterministic=True))
 
 
 def normalise(model: onnx.ModelProto) -> onnx.ModelProto:

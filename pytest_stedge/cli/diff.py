@@ -49,10 +49,12 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     diff.add_argument(
         "--band",
-        metavar="BAND",
-        default=None,
-        help="Band of metrics a case does not band ('+3%%', '+1024', '0'). "
-        "Default: ini stedge_baseline_band, else 0",
+        metavar="[METRIC=]BAND",
+        action="append",
+        default=[],
+        help="Band of metrics a case does not band ('+3%%', '+1024', '0'); METRIC=BAND sets one "
+        "metric's (repeatable). Default: ini stedge_baseline_band, else 0; validation metrics "
+        "have their own (ini stedge_metric_bands, README 'Bands')",
     )
     diff.add_argument(
         "--all", action="store_true", dest="show_unchanged", help="List unchanged metrics too"
@@ -63,17 +65,22 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_diff(args: argparse.Namespace) -> int:
     """Handler of ``stedge diff``; returns the exit status."""
-    from pytest_stedge.diff import diff_store, parse_band
+    from pytest_stedge.diff import diff_store, parse_band, parse_metric_bands
     from pytest_stedge.report.table import format_table
     from pytest_stedge.store.database import Store
 
     from .store import db_path
 
-    default_band = args.band if args.band is not None else ini_band(Path.cwd())
+    general = [b for b in args.band if "=" not in b]
+    default_band = general[-1] if general else ini_band(Path.cwd())
     parse_band(default_band)  # a bad band is a usage error before the store is opened
+    metric_bands = parse_metric_bands(
+        ini_lines(Path.cwd(), "stedge_metric_bands") + [b for b in args.band if "=" in b]
+    )
     cases = load_corpus_cases(args.corpus)
-    with Store.open(db_path(args), create=False) as store:
-        report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases)
+    with Store.open(db_path(args), create=False, read_only=True) as store:
+        report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases,
+                            metric_bands=metric_bands)
         if args.html:
             from pytest_stedge.report import render_diff_page
 
@@ -108,13 +115,28 @@ def load_corpus_cases(folder: str | None) -> dict[str, Any]:
 
 
 def ini_band(folder: Path) -> str:
-    """``stedge_baseline_band`` from the pytest ini file pytest would read in ``folder``.
+    """``stedge_baseline_band`` from the pytest ini file pytest would read in ``folder`` ("0")."""
+    value = _ini_value(folder, "stedge_baseline_band")
+    return value.strip() if value and value.strip() else "0"
+
+
+def ini_lines(folder: Path, key: str) -> list[str]:
+    """A linelist ini key (e.g. ``stedge_metric_bands``), one entry a line; [] when unset."""
+    value = _ini_value(folder, key)
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [line.strip() for line in str(value).splitlines() if line.strip()]
+
+
+def _ini_value(folder: Path, key: str) -> Any:
+    """``key`` from the pytest ini file pytest would read in ``folder`` (None when unset).
 
     pytest's order: pytest.ini, .pytest.ini, pyproject.toml ([tool.pytest.ini_options]),
     tox.ini ([pytest]), setup.cfg ([tool:pytest]); the first file that has a pytest
-    section decides. Default "0".
+    section decides.
     """
-    key = "stedge_baseline_band"
     for name, section in (
         ("pytest.ini", "pytest"),
         (".pytest.ini", "pytest"),
@@ -133,7 +155,7 @@ def ini_band(folder: Path) -> str:
             options = data.get("tool", {}).get("pytest", {}).get("ini_options")
             if isinstance(options, dict):
                 value = options.get(key)
-                return str(value) if value is not None else "0"
+                return value if isinstance(value, (str, list)) or value is None else str(value)
             continue
         parser = configparser.ConfigParser(interpolation=None)
         try:
@@ -142,6 +164,6 @@ def ini_band(folder: Path) -> str:
             continue
         if parser.has_section(section) or name in ("pytest.ini", ".pytest.ini"):
             if parser.has_section(section):
-                return parser.get(section, key, fallback="0").strip() or "0"
-            return "0"
-    return "0"
+                return parser.get(section, key, fallback=None)
+            return None
+    return None

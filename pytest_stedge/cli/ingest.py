@@ -2,16 +2,24 @@
 
 The outputs of a Windows PC with the board or of ST's Developer Cloud are parsed
 here and replayed by ``pytest corpus --stedge-version X`` on machines without that
-install, through the same checks.
+install, through the same checks. They are checked first: the model hash the tool
+printed must be the MD5 of the case's model and the version banner must be
+``--version`` (``--force`` stores a mismatch marked not comparable). Each ingest is a
+recorded run of its own, so ``stedge runs``, ``diff``, ``report`` and the dashboard see
+it at once; a second ingest of the same case, stage and version needs ``--replace``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
 from pytest_stedge.options import add_store_options
+
+from .figures import fmt_figure
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -39,6 +47,18 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "with its mode)",
     )
     parser.add_argument("--corpus", default="corpus", metavar="DIR", help="Corpus folder. Default: corpus")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="Store outputs whose model hash or version banner does not match the case and "
+        "--version; they are marked not comparable (diffs and baselines never compare them)",
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="Replace the recording already stored for this case, stage and version (the "
+        "earlier ingest stays in `stedge runs`)",
+    )
     add_store_options(parser.add_argument, prefix="")
     parser.set_defaults(handler=_ingest)
 
@@ -56,43 +76,132 @@ def _ingest(args: argparse.Namespace) -> int:
     from pytest_stedge.corpus import iter_case_files, load_cases
     from pytest_stedge.errors import StedgeError
     from pytest_stedge.parsers import parse_path
+    from pytest_stedge.result import flat_metrics
     from pytest_stedge.store.database import Store
 
     from .store import db_path
 
+    check_version_text(args.version)
     corpus = Path(args.corpus)
+    for given, what in ((Path(args.path), "output folder or file"), (corpus, "corpus folder")):
+        if not given.exists():
+            raise StedgeError(f"{given}: no such {what}")
     cases = {c.name: c for f in iter_case_files(corpus) for c in load_cases(f)}
     case = cases.get(args.case)
     if case is None:
         raise StedgeError(
             f"no case {args.case!r} in {corpus}; cases: {', '.join(sorted(cases)) or 'none'}"
         )
+    source = Path(args.path).resolve()
     result = parse_path(Path(args.path))  # parse fully before anything is written
     stage = args.stage or stage_of(result)
-    version = (result.get("tool") or {}).get("version")
-    if version and version != args.version:
+    problems = mismatches(result, args.version, case.model)
+    if problems and not args.force:
+        raise StedgeError(
+            f"{args.path} does not match case {case.name} and --version {args.version}: "
+            + "; ".join(problems)
+            + ". Ingest the outputs of this case's model made with that version, or pass "
+            "--force to store them marked not comparable"
+        )
+    note = "; ".join(problems) or None
+    if note:
         result.setdefault("diagnostics", []).append(
-            {
-                "level": "warning",
-                "code": None,
-                "kind": "VersionMismatch",
-                "message": f"outputs say version {version}, ingested as {args.version}",
-            }
+            {"level": "warning", "code": None, "kind": "NotComparable",
+             "message": f"ingested with --force: {note}"}
         )
     result["stage"] = stage
-    result["recorded_from"] = str(Path(args.path).resolve())
-    with Store.open(db_path(args)) as store:
-        store.add_recording(
-            version=args.version,
-            case_name=case.name,
-            stage=stage,
-            result=result,
-            source=str(Path(args.path).resolve()),
-            model_sha256=case.model_sha256(),
-            options_hash=case.options_hash(),
+    result["recorded_from"] = str(source)
+    model_sha256 = None if note else case.model_sha256()
+    options_hash = case.options_hash()
+    metrics = flat_metrics(result)
+    with Store.open(db_path(args)) as store, store.transaction():
+        run_id = store.begin_run(
+            argv=["stedge", "ingest", *_argv_of(args)], versions=[args.version], status="recorded"
         )
-    from pytest_stedge.result import flat_metrics
-
-    figures = ", ".join(f"{k}={v:g}" for k, v in sorted(flat_metrics(result).items())) or "no figures"
+        store.add_recording(
+            version=args.version, case_name=case.name, stage=stage, result=result,
+            source=str(source), model_sha256=model_sha256, options_hash=options_hash,
+            run_id=run_id, comparable=note is None, note=note, replace=args.replace,
+        )
+        store.add_items(run_id, [recorded_row(case, stage, args.version, result, metrics,
+                                              model_sha256, options_hash)])
+        store.finish_run(run_id, status="recorded", exitstatus=0)
+    figures = ", ".join(f"{k}={fmt_figure(v)}" for k, v in sorted(metrics.items())) or "no figures"
     print(f"stored {args.path} as {case.name} {stage} [{args.version}]: {figures}")
+    if note:
+        print(f"marked not comparable: {note}")
+    print(f"recorded as run {run_id}: `stedge runs`, `stedge report {run_id}` and `stedge diff` "
+          f"show it; `pytest --stedge-version {args.version}` replays it")
     return 0
+
+
+_VERSION_RE = re.compile(r"\d+(\.\d+){1,3}")
+
+
+def check_version_text(version: str) -> None:
+    """``--version`` names one release (``4.0.1``), never ``latest`` or a range."""
+    from pytest_stedge.errors import StedgeError
+
+    if not _VERSION_RE.fullmatch(version):
+        raise StedgeError(
+            f"--version {version!r}: give the stedgeai version the outputs were made with, "
+            "as its banner prints it (e.g. 4.0.1); 'latest' or a range cannot be compared"
+        )
+
+
+def mismatches(result: dict[str, Any], version: str, model: Path) -> list[str]:
+    """Why the outputs are not this case's model made with ``version``: the version banner
+    against ``--version``, and the model hash the tool printed (the MD5 of its input
+    model: ``model_hash`` in reports, the c_info input-model signature) against the
+    case's model file."""
+    problems = []
+    banner = (result.get("tool") or {}).get("version")
+    if not banner:
+        problems.append(f"the outputs carry no version banner to check --version {version} against")
+    elif banner != version:
+        problems.append(f"the outputs say stedgeai {banner}, --version says {version}")
+    printed = str((result.get("model") or {}).get("hash") or "").lower().removeprefix("0x")
+    try:
+        digest = hashlib.md5(model.read_bytes()).hexdigest()
+    except OSError:
+        digest = None
+    if not printed:
+        problems.append(f"the outputs carry no model hash to check against {model.name}")
+    elif digest is None:
+        problems.append(f"the case's model {model} is not here to check the hash 0x{printed}")
+    elif printed != digest:
+        problems.append(
+            f"the outputs were made from a model with MD5 0x{printed}, the case's model "
+            f"{model.name} has MD5 0x{digest}"
+        )
+    return problems
+
+
+def recorded_row(
+    case: Any, stage: str, version: str, result: dict[str, Any], metrics: dict[str, float],
+    model_sha256: str | None, options_hash: str | None,
+) -> Any:
+    """The item an ingest stores: named like the pytest item that replays it."""
+    from pytest_stedge.store.rows import ItemRow
+
+    try:
+        where = case.path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        where = case.path
+    param = f"{case.variant}-{version}" if case.variant else version
+    return ItemRow(
+        nodeid=f"{where.as_posix()}::{stage}[{param}]",
+        case_name=case.name, stage=stage, version=version, outcome="recorded",
+        model_sha256=model_sha256, options_hash=options_hash, recorded=True,
+        message="ingested (expectations are checked when pytest replays it)",
+        result=result, metrics=metrics,
+        case={"case_path": str(case.path), "model_path": str(case.model),
+              "target": case.target, "description": case.description},
+    )
+
+
+def _argv_of(args: argparse.Namespace) -> list[str]:
+    out = [str(args.path), "--version", args.version, "--case", args.case]
+    if args.stage:
+        out += ["--stage", args.stage]
+    return out + (["--force"] if args.force else []) + (["--replace"] if args.replace else [])

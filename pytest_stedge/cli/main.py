@@ -2,13 +2,16 @@
 
 Each family of subcommands lives in its own module exposing
 ``add_commands(subparsers)``; handlers return the exit status
-(0 ok, 1 regressions found, 2 usage or :class:`StedgeError`).
+(0 ok, 1 regressions found, 2 usage or :class:`StedgeError`). Every error is printed
+one way, ``stedge: error: ...``, with the hints of the library (written for pytest's
+``--stedge-X`` flags) naming the running command's own ``--X`` where it has one.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -25,6 +28,7 @@ COMMAND_MODULES = (
     "pytest_stedge.cli.oracle",
     "pytest_stedge.cli.boards",
     "pytest_stedge.cli.corpus",
+    "pytest_stedge.cli.clean",
 )
 
 Handler = Callable[[argparse.Namespace], int]
@@ -39,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
         "this command reads the store and tool outputs.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="Show tracebacks of errors")
+    parser.add_argument(
+        "--version", action="version", version=f"stedge (pytest-stedge) {_version()}",
+        help="Print the version of pytest-stedge and exit",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).add_commands(subparsers)
@@ -52,13 +60,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
-    except StedgeError as exc:
-        if args.verbose:
-            raise
-        print(f"stedge: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `stedge runs | head`
         return 0
+    except KeyboardInterrupt:
+        print("stedge: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # no traceback reaches a user without -v
+        if args.verbose:
+            raise
+        print(f"stedge: error: {own_flags(describe_error(exc), command_flags(parser, args))}",
+              file=sys.stderr)
+        return 2
+
+
+def describe_error(exc: Exception) -> str:
+    """One line for an error: ours as they are; a file the system refused, with its name
+    and the reason; anything else, with its type and the hint that -v shows where."""
+    if isinstance(exc, StedgeError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [n for n in (exc.filename, exc.filename2) if n is not None]
+        return f"{' -> '.join(str(n) for n in names) or 'a file'}: {exc.strerror}"
+    return (f"{type(exc).__name__}: {exc} (unexpected: this is a bug of pytest-stedge; "
+            "rerun with -v for the traceback)")
+
+
+def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """pytest's flag (``--stedge-board``) -> the running command's own (``--board``), for
+    every long option the command has."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            command = action.choices.get(args.command)
+            if command is None:
+                break
+            own = {s for a in command._actions for s in a.option_strings if s.startswith("--")}
+            return {f"--stedge-{flag[2:]}": flag for flag in sorted(own)}
+    return {}
+
+
+def own_flags(message: str, flags: dict[str, str]) -> str:
+    """``message`` with each pytest flag of ``flags`` named as the command names it."""
+    for pytest_flag, flag in flags.items():
+        message = re.sub(rf"{re.escape(pytest_flag)}(?![\w-])", flag, message)
+    return message
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-stedge")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
 
 
 if __name__ == "__main__":  # pragma: no cover

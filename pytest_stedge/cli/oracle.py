@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,32 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "oracle",
         help="What a model needs: facts and activation memory, independent of the tool",
         description="Facts (operators, quantized and float nodes, weights) and activation memory "
-        "as deployed (liveness lower bound, a checked offset plan, naive sum, peak tensors) of an "
-        "ONNX model. With --c-info, the tool's buffers side by side and the gap explained.",
-        epilog="examples:\n  stedge oracle model.onnx\n"
-        "  stedge oracle model.onnx --c-info st_ai_output/network_c_info.json\n"
+        "as the target deploys it (the floor no correct tool beats, the expected figure of a "
+        "checked offset plan, the tensors at the peak) of an ONNX or TFLite model (an ST _OE_ "
+        "model with the _Q.json beside it). With --c-info, the tool's figure explained from its "
+        "own buffers in parts that add up exactly. Rules per target family: docs/oracle.md.",
+        epilog="examples:\n  stedge oracle model.tflite\n"
+        "  stedge oracle model.onnx --target stm32h7 --options '--no-inputs-allocation'\n"
+        "  stedge oracle model.onnx --target stm32n6 --mpool my.mpool\n"
+        "  stedge oracle model.tflite --c-info st_ai_output/network_c_info.json\n"
         "  stedge oracle model.onnx --json > oracle.json",
         formatter_class=fmt,
     )
-    p.add_argument("model", type=Path, help="ONNX model")
+    p.add_argument("model", type=Path, help="ONNX or TFLite model (Keras: convert it first)")
+    p.add_argument(
+        "--target",
+        help="stedgeai --target (default stm32n6 with Neural-ART; stm32n6 alone with --options "
+        "that lack --st-neural-art is the software path)",
+    )
+    p.add_argument(
+        "--options",
+        action="append",
+        default=[],
+        metavar="OPTIONS",
+        help="stedgeai options as one string, e.g. '--st-neural-art --no-inputs-allocation' "
+        "(repeatable)",
+    )
+    p.add_argument("--mpool", type=Path, help="N6 .mpool or MCU --memory-pool JSON")
     p.add_argument("--c-info", type=Path, help="the tool's network_c_info.json for this model")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument(
@@ -52,15 +71,24 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="The tool's validation metrics between a reference and a prediction",
         description="Per output: rmse, mae, l2r (over the prediction's norm), mean (reference "
         "minus prediction), std (ddof 1), nse, cos, snr and acc for classifiers, with stedgeai's "
-        "definitions. int8 outputs are dequantized with --scale/--zero-point.",
-        epilog="examples:\n  stedge metrics network_val_io.npz --scale 0.000666 --zero-point -128\n"
+        "definitions. Integer outputs are dequantized first, as the tool does: with the scale "
+        "and zero point the validate report or c_info.json beside REFERENCE states, or with "
+        "--scale/--zero-point; an integer output with neither is refused.",
+        epilog="examples:\n  stedge metrics network_val_io.npz\n"
+        "  stedge metrics dump/network_val_io.npz --scale 0.000666033 --zero-point -128\n"
         "  stedge metrics ref.npz board_outputs.npy --json",
         formatter_class=fmt,
     )
     p.add_argument("reference", type=Path, help="reference .npy/.npz/.csv, or a *_val_io.npz alone")
     p.add_argument("prediction", type=Path, nargs="?", help="prediction .npy/.npz/.csv")
-    p.add_argument("--scale", type=float, help="dequantization scale of int8 outputs")
-    p.add_argument("--zero-point", type=int, default=0, help="dequantization zero point")
+    p.add_argument(
+        "--scale", type=float,
+        help="dequantization scale of integer outputs (default: as the files beside state it)",
+    )
+    p.add_argument(
+        "--zero-point", type=int, default=None,
+        help="dequantization zero point (default: as stated beside, else 0 with --scale)",
+    )
     p.add_argument(
         "--classifier",
         action=argparse.BooleanOptionalAction,
@@ -114,18 +142,53 @@ def _b(n: Any) -> str:
     return "unknown" if n is None else f"{n:,} B"
 
 
+def _split_options(values: list[str]) -> list[str]:
+    import shlex
+
+    words: list[str] = []
+    for value in values:
+        words.extend(shlex.split(value))
+    return words
+
+
 def _oracle(args: argparse.Namespace) -> int:
     from pytest_stedge.oracle.memory import analyze_model
 
-    report = analyze_model(args.model, details=args.tensors)
+    options = _split_options(args.options)
+    target = args.target
+    if args.target is None and args.c_info is not None and not options:
+        from pytest_stedge.oracle.cinfo import load_c_info, run_arguments
+        from pytest_stedge.oracle.deploy import deployment_options
+
+        target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
+        options = deployment_options(words)
+    report = analyze_model(
+        args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
+    )
     if args.c_info:
         from pytest_stedge.oracle.cinfo import explain_c_info
 
         report["c_info"] = explain_c_info(report, args.c_info)
+        floor = report["lower_bound_bytes"]
+        if floor:
+            report["activations_ratio"] = report["c_info"]["reported_bytes"] / floor
     if args.json:
         _dump(report)
         return 0
-    print(f"model: {args.model}")
+    print(f"model: {args.model} ({report['format']})")
+    dep = report["deployment"]
+    io = []
+    if not dep["inputs_in_activations"]:
+        io.append("inputs outside")
+    if not dep["outputs_in_activations"]:
+        io.append("outputs outside")
+    print(
+        f"deployment: {dep['target']} ({dep['family']}), alignment {dep['alignment']}"
+        + (f", {', '.join(io)} the activations" if io else "")
+        + (f", mpool {dep['mpool']} ({_b(dep['onchip_bytes'])} on chip)" if dep["mpool"] else "")
+    )
+    for note in report["notes"]:
+        print(f"note: {note}")
     ops = ", ".join(
         f"{k} {v}" for k, v in sorted(report["op_counts"].items(), key=lambda kv: -kv[1])
     )
@@ -141,12 +204,15 @@ def _oracle(args: argparse.Namespace) -> int:
             print(f"  ... and {len(report['float_nodes']) - 20} more")
     print(f"parameters: {report['params']:,}; weights as deployed: {_b(report['weight_bytes'])}")
     print(f"activation tensors: {report['tensors']} over {report['steps']} steps")
-    print(f"  lower bound (liveness): {_b(report['lower_bound_bytes'])}")
-    print(
-        f"  offset plan:            {_b(report['plan_bytes'])} ({report['plan_strategy']}, checked)"
-    )
+    print(f"  floor (lower bound):    {_b(report['lower_bound_bytes'])}")
+    print(f"  expected (offset plan): {_b(report['expected_bytes'])} (aligned, checked)")
     print(f"  naive (no reuse):       {_b(report['naive_bytes'])}")
-    print(f"  peak at {report['peak_node']}: {', '.join(report['peak_tensors'])}")
+    if report["streamed_tensors"]:
+        print(f"  streamed, never stored: {len(report['streamed_tensors'])} tensor(s)")
+    if report["overlaid"]:
+        print(f"  overlaid on their input: {len(report['overlaid'])} output(s)")
+    peak = ", ".join(f"{p['name']} {_b(p['bytes'])}" for p in report["peak"])
+    print(f"  peak at {report['peak_node']}: {peak}")
     if report["unresolved_tensors"]:
         names = ", ".join(report["unresolved_tensors"][:10])
         print(
@@ -166,19 +232,22 @@ def _oracle(args: argparse.Namespace) -> int:
             if pool["buffers"]:
                 where = "external" if pool["external"] else "internal"
                 print(
-                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness bound "
-                    f"{_b(pool['bound_bytes'])}, {pool['buffers']} buffers"
+                    f"  pool {pool['name']} ({where}): used {_b(pool['used_bytes'])}, liveness "
+                    f"{_b(pool['liveness_bytes'])}, address union {_b(pool['union_bytes'])}, "
+                    f"{pool['buffers']} buffers"
                 )
-        print(f"  tool's liveness bound over its buffers: {_b(explained['tool_bound_bytes'])}")
+        print(f"  liveness of the tool's own buffers: {_b(explained['tool_bound_bytes'])}")
         print(f"  reported activations {_b(explained['reported_bytes'])} =")
         for part in explained["parts"]:
             if part["bytes"] or part["kind"] in ("model", "tool_tensors"):
                 print(f"    {part['bytes']:+,} B  {part['kind']}: {part['words']}")
         print(f"  {explained['summary']}")
+        if report.get("activations_ratio") is not None:
+            print(f"  activations_ratio (reported / floor): {report['activations_ratio']:.3f}")
         if args.tensors:
             print("  tool buffers (pool @ offset, bytes, epochs):")
             for buf in explained["buffers"]:
-                kind = " scratch" if buf["scratch"] else (" float" if buf["float"] else "")
+                kind = "" if buf["kind"] == "core" else f" {buf['kind']}"
                 print(
                     f"    {buf['name']}: {buf['pool']} @ {buf['offset']}, {_b(buf['bytes'])}, "
                     f"epochs {buf['start']}-{buf['end']}{kind}"
@@ -208,14 +277,23 @@ def _metrics(args: argparse.Namespace) -> int:
     prediction = load_arrays(args.prediction) if args.prediction else None
     where = f"{args.reference}" + (f" / {args.prediction}" if args.prediction else "")
     rows = []
+    notes = []
     for name, ref, pred in pair_outputs(reference, prediction, where):
+        scale, zero_point, source = _dequantization(args, name, ref, pred)
         metrics = compute_metrics(
-            ref, pred, scale=args.scale, zero_point=args.zero_point, classifier=args.classifier
+            ref, pred, scale=scale, zero_point=zero_point, classifier=args.classifier
         )
-        rows.append({"name": name, **metrics})
+        row: dict[str, Any] = {"name": name, **metrics}
+        if scale is not None:
+            row.update(scale=scale, zero_point=zero_point, dequantized_from=source)
+            notes.append(f"{name}: integer data dequantized with s={scale!r} zp={zero_point} "
+                         f"({source})")
+        rows.append(row)
     if args.json:
         _dump(rows)
         return 0
+    for note in notes:
+        print(note)
     # The tool's own layout: 9 decimals for rmse/mae/l2r, 6 for the others.
     widths = {"acc": ("{:>9.2f}%", 10), "rmse": ("{:>14.9f}", 14), "mae": ("{:>14.9f}", 14)}
     widths.update({"l2r": ("{:>14.9f}", 14), "snr": ("{:>12.6f}", 12)})
@@ -229,6 +307,34 @@ def _metrics(args: argparse.Namespace) -> int:
             cells.append(f"{'n.a.':>{width}}" if value is None else pattern.format(value))
         print(f"{row['name']:<16}" + "".join(cells))
     return 0
+
+
+def _dequantization(
+    args: argparse.Namespace, name: str, ref: Any, pred: Any
+) -> tuple[float | None, int | None, str]:
+    """(scale, zero point, where they come from) for one output; (None, None, "") for float
+    data. Integer data without stated or given parameters is refused: its metrics would be
+    in quantized units, not the tool's."""
+    import numpy as np
+
+    from pytest_stedge.errors import OracleError
+    from pytest_stedge.oracle.quant import stated_quantization
+
+    if not any(np.issubdtype(np.asarray(a).dtype, np.integer) for a in (ref, pred)):
+        return None, None, ""
+    if args.scale is not None:
+        return args.scale, args.zero_point or 0, "--scale/--zero-point"
+    number = re.search(r"(\d+)$", name)
+    stated = stated_quantization(args.reference).get(int(number.group(1)) if number else 1)
+    if stated is None:
+        raise OracleError(
+            f"{args.reference}: output {name} holds integer codes, and no validate report or "
+            "c_info.json beside it states their scale and zero point; give them with "
+            "--scale S --zero-point ZP (the validate report's notes read 'dequantized with "
+            "s=S zp=ZP')"
+        )
+    zero_point = stated.zero_point if args.zero_point is None else args.zero_point
+    return stated.scale, zero_point, stated.source
 
 
 def _diverge(args: argparse.Namespace) -> int:

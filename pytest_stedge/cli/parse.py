@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import math
+from pathlib import Path
 from typing import Any
 
 _EPILOG = """examples:
@@ -36,25 +37,99 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=_parse_command)
 
 
+# Names of files stedgeai writes (and our runner's log of its console): what marks a run folder.
+_OUTPUT_SUFFIXES = ("c_info.json", "_report.txt", "_report.json", "_val_io.npz", "stedgeai.log")
+_SHOWN = 8
+
+
 def _parse_command(args: argparse.Namespace) -> int:
-    from pytest_stedge.errors import StedgeError
+    from pytest_stedge.errors import ReportParseError
     from pytest_stedge.parsers import parse_path
 
+    path = Path(args.path)
     try:
-        result = parse_path(args.path)
-    except StedgeError as exc:
-        print(f"stedge parse: {exc}", file=sys.stderr)
-        return 2
+        result = parse_path(path)
+    except ReportParseError:
+        inner = run_folders(path) if path.is_dir() else []
+        if not inner:
+            raise
+        shown = ", ".join(str(p) for p in inner[:_SHOWN])
+        more = f" and {len(inner) - _SHOWN} more" if len(inner) > _SHOWN else ""
+        raise ReportParseError(
+            path,
+            f"no stedgeai output in this folder itself, but {len(inner)} folder(s) below it "
+            f"hold some: {shown}{more}. Parse one of them, e.g. stedge parse {inner[0]}",
+        ) from None
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=False))
+        print(json.dumps(json_safe(result), indent=2, sort_keys=False, allow_nan=False))
     else:
         print(summary(result))
     return 0
 
 
+def json_safe(result: dict[str, Any]) -> dict[str, Any]:
+    """The Result with every NaN/infinite number as null, and a warning naming each.
+
+    JSON has no NaN or Infinity (``json.dumps`` would print invalid JSON); an ``snr`` of
+    ``inf`` (identical outputs) is a real figure, so the warning says what it was.
+    """
+    found: list[str] = []
+
+    def clean(value: Any, where: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(f"{where} is {value}")
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    out: dict[str, Any] = clean(result, "")
+    if found:
+        out.setdefault("diagnostics", [])
+        out["diagnostics"] = list(out["diagnostics"]) + [
+            {
+                "level": "warning",
+                "code": "non-finite",
+                "kind": "NonFiniteNumber",
+                "message": f"{item}; printed as null (not a number JSON can hold)",
+            }
+            for item in found
+        ]
+    return out
+def run_folders(folder: Path, depth: int = 3) -> list[Path]:
+    """Folders under ``folder`` (down to ``depth`` levels) holding stedgeai outputs, sorted:
+    the run folders of a work folder (``.stedge/work/run-3/<case>/<stage>-<version>/``),
+    a folder of downloaded runs."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(depth):
+        below = sorted(p for parent in level for p in _subfolders(parent))
+        found += [p for p in below if _holds_output(p)]
+        level = [p for p in below if p not in found]
+    return sorted(found)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def _holds_output(folder: Path) -> bool:
+    try:
+        return any(p.name.lower().endswith(_OUTPUT_SUFFIXES) for p in folder.iterdir())
+    except OSError:
+        return False
+
+
 def _bytes(value: Any) -> str:
-    if not isinstance(value, (int, float)):
+    if not isinstance(value, (int, float)) or isinstance(value, float) and not math.isfinite(value):
         return "?"
+    if abs(value) >= 2**64:
+        return f"{value:,} B"
     if abs(value) >= 1024 * 1024:
         return f"{value:,} B ({value / 1024 / 1024:.2f} MiB)"
     if abs(value) >= 1024:

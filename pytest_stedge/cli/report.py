@@ -29,7 +29,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--out",
         metavar="FILE",
         default=None,
-        help="HTML file to write. Default: reports/run-<RUN>.html",
+        help="HTML file to write. Default: reports/run-<RUN>-<uuid>.html",
     )
     add_store_options(report.add_argument, prefix="")
     report.set_defaults(handler=_report)
@@ -76,12 +76,13 @@ def _run_id(store: Any, text: str) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pytest_stedge.report import render_run_report
     from pytest_stedge.store.database import Store
+    from pytest_stedge.store.rows import run_label
 
     from .store import db_path
 
-    with Store.open(db_path(args), create=False) as store:
+    with Store.open(db_path(args), create=False, read_only=True) as store:
         run_id = _run_id(store, args.run)
-        out = Path(args.out) if args.out else Path("reports") / f"run-{run_id}.html"
+        out = Path(args.out) if args.out else Path("reports") / f"{run_label(run_id, store.run_uuid_of(run_id))}.html"
         path = render_run_report(store, run_id, out)
     print(f"wrote {path}")
     return 0
@@ -94,7 +95,7 @@ def _dashboard(args: argparse.Namespace) -> int:
     from .store import db_path
 
     bugs = Path(args.corpus) / "bugs"
-    with Store.open(db_path(args), create=False) as store:
+    with Store.open(db_path(args), create=False, read_only=True) as store:
         index = render_dashboard(store, Path(args.out), bugs_dir=bugs if bugs.is_dir() else None)
     print(f"wrote {index}")
     return 0

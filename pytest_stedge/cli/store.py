@@ -9,6 +9,8 @@ from typing import Any
 
 from pytest_stedge.options import add_store_options
 
+from .figures import fmt_figure
+
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``runs``, ``show``, ``migrate``, ``export`` and ``import``."""
@@ -69,11 +71,16 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "import",
         help="Add the runs of a Parquet bundle to the store",
         description="Add a bundle's runs under new local run ids; runs the store already has "
-        "(same run uuid) are skipped, so importing twice changes nothing.",
+        "(same run uuid) are skipped, so importing twice changes nothing. Given the journal "
+        "a stopped session left beside a store (killed, or a full disk), merge its items.",
         epilog="examples:\n  stedge import bundle/\n  stedge import n6-lab/ --db ci/results.duckdb",
         formatter_class=raw,
     )
-    importer.add_argument("bundle", metavar="DIR", help="Bundle folder written by stedge export")
+    importer.add_argument(
+        "bundle", metavar="DIR",
+        help="Bundle folder written by stedge export, or a session journal (a "
+        "<store>.journal folder or one .jsonl file in it) to merge",
+    )
     add_store_options(importer.add_argument, prefix="")
     importer.set_defaults(handler=_import)
 
@@ -88,8 +95,9 @@ def db_path(args: argparse.Namespace) -> Path:
 def _runs(args: argparse.Namespace) -> int:
     from pytest_stedge.store.database import Store
 
-    with Store.open(db_path(args), create=False) as store:
+    with Store.open(db_path(args), create=False, read_only=True) as store:
         runs = store.list_runs(limit=args.limit)
+    _journal_note(db_path(args))
     if args.json:
         print(json.dumps(runs, indent=2, default=str))
         return 0
@@ -111,7 +119,7 @@ def _show(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import StoreError
     from pytest_stedge.store.database import Store
 
-    with Store.open(db_path(args), create=False) as store:
+    with Store.open(db_path(args), create=False, read_only=True) as store:
         if args.run == "latest":
             run_id = store.latest_run_id()
             if run_id is None:
@@ -131,7 +139,7 @@ def _show(args: argparse.Namespace) -> int:
         tag = " (recorded)" if item["recorded"] else ""
         print(f"  {item['outcome']:<8} {item['nodeid']}{tag}")
         for name, value in sorted(item["metrics"].items()):
-            print(f"             {name} = {value:g}")
+            print(f"             {name} = {fmt_figure(value)}")
         if item["outcome"] in ("failed", "error") and item["message"]:
             print("             " + item["message"].strip().splitlines()[0][:160])
     return 0
@@ -156,7 +164,7 @@ def _export(args: argparse.Namespace) -> int:
     from pytest_stedge.store.bundle import export_bundle
     from pytest_stedge.store.database import Store
 
-    with Store.open(db_path(args), create=False) as store:
+    with Store.open(db_path(args), create=False, read_only=True) as store:
         manifest = export_bundle(store, Path(args.out), args.run or None)
     rows = ", ".join(f"{n} {table}" for table, n in manifest["rows"].items())
     print(f"wrote {args.out}: {rows}")
@@ -166,10 +174,41 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from pytest_stedge.store.bundle import import_bundle, read_manifest
     from pytest_stedge.store.database import Store
+    from pytest_stedge.store.journal import SUFFIX, merge
 
-    read_manifest(Path(args.bundle))  # refuse a bad bundle before creating a store
+    source = Path(args.bundle)
+    journals = _journals_in(source, SUFFIX)
+    if journals:  # what a stopped session left beside a store
+        with Store.open(db_path(args)) as store:
+            for journal in journals:
+                done = merge(store, journal)
+                print(f"merged journal {journal}: run {done['run_id']} ({done['status']}), "
+                      f"{done['added']} item(s) added to {db_path(args)}")
+        return 0
+    read_manifest(source)  # refuse a bad bundle before creating a store
     with Store.open(db_path(args)) as store:
-        counts = import_bundle(store, Path(args.bundle))
+        counts = import_bundle(store, source)
     print(f"imported {counts['imported']} run(s) into {db_path(args)}; "
           f"{counts['skipped']} already there")
     return 0
+
+
+def _journals_in(source: Path, suffix: str) -> list[Path]:
+    if source.is_file() and source.name.endswith(suffix):
+        return [source]
+    if source.is_dir() and not (source / "manifest.json").exists():
+        return sorted(source.glob(f"*{suffix}"))
+    return []
+
+
+def _journal_note(store: Path) -> None:
+    """Say so when stopped sessions left items in journals the store does not hold yet."""
+    import sys
+
+    from pytest_stedge.store.journal import journal_dir, stopped_journals
+
+    stopped = list(stopped_journals(store))
+    if stopped:
+        print(f"note: {len(stopped)} journal(s) of stopped sessions in {journal_dir(store)} hold "
+              "items not in the store yet; the next session merges them, or now: "
+              f"stedge import {journal_dir(store)} --db {store}", file=sys.stderr)

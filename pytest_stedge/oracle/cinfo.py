@@ -1,12 +1,9 @@
 """The tool's own buffers (``*_c_info.json``) side by side with the oracle.
 
 Reads ``memory_pools`` and ``buffers`` (offset, size, pool, ``epochs{start,end}``)
-and explains the reported activation figure as a sum of parts, in bytes and
-words: what the model needs (the oracle's lower bound), how the tool's own
-tensors differ, the cost of splitting over pools, float buffers, scratch
-buffers, alignment padding, reuse the allocator did not take, buffers placed
-in external RAM, and whatever the pools do not account for. The parts always
-add up to the reported figure.
+and explains the reported activation figure from the liveness of the tool's OWN
+buffers (:mod:`.cinfo_parts`): signed parts that add up exactly to
+``memory_footprint.activations``, the only negative one being overlay.
 
 Counted pools are the writable ones (``rights == ACC_WRITE``) that are not
 unions of other pools (``subpools``) and not user-allocated I/O pools; this
@@ -21,26 +18,15 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import OracleError
 
+from .cinfo_buffers import ToolBuffer
+
 _EXTERNAL_NAME = re.compile(r"ext|sdram|hyper|psram|xspi|ospi|octo|flash", re.IGNORECASE)
 _EXTERNAL_BASE = 0x60000000  # FMC/OCTOSPI windows on STM32; internal SRAM sits below
-
-
-@dataclass
-class _Buf:
-    name: str
-    pool: int
-    offset: int
-    size: int
-    start: int
-    end: int
-    scratch: bool
-    is_float: bool
 
 
 def _address(value: Any) -> int | None:
@@ -93,64 +79,56 @@ def _counted_pools(data: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _buffers(data: dict[str, Any], pools: dict[int, dict[str, Any]]) -> list[_Buf]:
+def _kind(raw: dict[str, Any], scratch: bool, is_float: bool, has_16: bool) -> str:
+    name = str(raw.get("name", "")).lower()
+    flags = str(raw.get("flags", "")).upper()
+    if scratch:
+        return "scratch"
+    if "pad" in name:
+        return "pad_layers"
+    if "transpose" in name or "copy" in name:
+        return "copies"
+    if is_float and "INPUTS" not in flags and "OUTPUTS" not in flags:
+        return "float_conversions"
+    if has_16 and int(raw.get("nbits") or 8) == 16:
+        return "cut_16bit"
+    return "core"
+
+
+def tool_buffers(data: dict[str, Any], pools: dict[int, dict[str, Any]]) -> list[ToolBuffer]:
+    """The tool's activation buffers in the counted pools, each with its kind."""
+    return _buffers(data, pools)
+
+
+def _buffers(data: dict[str, Any], pools: dict[int, dict[str, Any]]) -> list[ToolBuffer]:
     raw = [b for b in data["buffers"] if not b.get("is_param") and b.get("mpool_id") in pools]
     last = max((int((b.get("epochs") or {}).get("end", 0)) for b in raw), default=0)
     formats = [str(b.get("format", "")) for b in raw]
     has_int = any("FLOAT" not in f and f for f in formats)
+    # 16-bit tensors are a cut only in a network whose tensors are otherwise 8-bit.
+    has_16 = any(int(b.get("nbits") or 0) == 8 for b in raw)
     out = []
     for b in raw:
         epochs = b.get("epochs") or {"start": 0, "end": last}
         fmt = str(b.get("format", ""))
+        scratch = "SCRATCH" in str(b.get("flags", "")).upper() or "scratch" in str(
+            b.get("name", "")
+        ).lower()
+        # Float buffers are a cost only in a network that is otherwise integer.
+        is_float = has_int and "FLOAT" in fmt
         out.append(
-            _Buf(
+            ToolBuffer(
                 name=str(b.get("name", b.get("id"))),
                 pool=int(b["mpool_id"]),
                 offset=int(b.get("offset_start") or 0),
                 size=int(b.get("size_bytes") or 0),
                 start=int(epochs.get("start", 0)),
                 end=int(epochs.get("end", last)),
-                scratch="SCRATCH" in str(b.get("flags", "")).upper()
-                or "scratch" in str(b.get("name", "")).lower(),
-                # Float buffers are a cost only in a network that is otherwise integer.
-                is_float=has_int and "FLOAT" in fmt,
+                scratch=scratch,
+                is_float=is_float,
+                kind=_kind(b, scratch, is_float, has_16),
             )
         )
-    return out
-
-
-def _union(spans: list[tuple[int, int]]) -> int:
-    total, top = 0, None
-    for lo, hi in sorted(spans):
-        if top is None or lo > top:
-            total += hi - lo
-            top = hi
-        elif hi > top:
-            total += hi - top
-            top = hi
-    return total
-
-
-def _profile(bufs: list[_Buf], align: int = 1) -> list[int]:
-    """Bytes live at each epoch: the union of live address ranges."""
-    if not bufs:
-        return [0]
-    nsteps = max(b.end for b in bufs) + 1
-    starts: list[list[_Buf]] = [[] for _ in range(nsteps)]
-    for b in bufs:
-        starts[max(b.start, 0)].append(b)
-    live: list[_Buf] = []
-    out = []
-    for t in range(nsteps):
-        live.extend(starts[t])
-        spans = []
-        for b in live:
-            hi = b.offset + b.size
-            if align > 1:
-                hi = -(-hi // align) * align
-            spans.append((b.offset, hi))
-        out.append(_union(spans))
-        live = [b for b in live if b.end > t]
     return out
 
 
@@ -224,32 +202,57 @@ def check_pairing(report: dict[str, Any], data: dict[str, Any], c_info: Path) ->
     )
 
 
-def _fmt(n: int) -> str:
-    return f"{n:,} B"
+
+
+def run_arguments(data: dict[str, Any]) -> tuple[str | None, list[str]]:
+    """The target and options of the run that wrote this c_info (its recorded arguments)."""
+    import shlex
+
+    env = data.get("environment") or {}
+    for tool in env.get("tools") or []:
+        text = str(tool.get("arguments") or "")
+        if not text:
+            continue
+        try:
+            words = shlex.split(text, posix=False)
+        except ValueError:
+            words = text.split()
+        target = None
+        for k, word in enumerate(words):
+            if word == "--target" and k + 1 < len(words):
+                target = words[k + 1]
+        return target, words
+    return None, []
 
 
 def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str) -> dict[str, Any]:
     """Explain the tool's activation figure from its ``c_info.json``.
 
-    :param model: an :func:`~pytest_stedge.oracle.analyze_model` report, an ONNX
-        path, or None (then the explanation starts from the tool's own tensors).
-    :returns: ``reported_bytes``, ``pools`` (per pool: used, liveness bound,
-        external), ``tool_bound_bytes`` (liveness bound over the tool's buffers
-        using their epochs), ``oracle_lower_bound_bytes``, ``pairing`` and
-        ``parts`` ([{kind, bytes, words}] adding up to ``reported_bytes``),
-        ``summary`` (one sentence), ``buffers`` (the tool's activation buffers with
-        pool, offset, size and epochs).
+    :param model: an :func:`~pytest_stedge.oracle.analyze_model` report, a model
+        path (analysed with the target and options the c_info records), or None
+        (then the explanation starts from the tool's own tensors).
+    :returns: ``reported_bytes``, ``pools`` (per pool: used, liveness, address
+        union, external), ``tool_bound_bytes`` (liveness of the tool's buffers over
+        every counted pool, exact aliases once), ``oracle_lower_bound_bytes``,
+        ``pairing``, ``parts`` ([{kind, bytes, words}] adding up exactly to
+        ``reported_bytes``), ``external_bytes``, ``summary``, ``buffers``.
     :raises OracleError: unreadable c_info, or a c_info from another model.
     """
+    from .cinfo_parts import explain_parts
+
     path = Path(c_info)
     data = load_c_info(path)
     report: dict[str, Any] | None
     if model is None or isinstance(model, dict):
         report = model
     else:
+        from .deploy import deployment_options
         from .memory import analyze_model
 
-        report = analyze_model(model)
+        target, options = run_arguments(data)
+        report = analyze_model(
+            model, target=target or "stm32n6", options=deployment_options(options)
+        )
     pools = {int(p["id"]): p for p in _counted_pools(data)}
     bufs = _buffers(data, pools)
     pairing = (
@@ -261,135 +264,34 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
     footprint = (data.get("memory_footprint") or {}).get("activations")
     reported = int(footprint) if isinstance(footprint, (int, float)) else sum(used.values())
     external = {pid for pid, p in pools.items() if is_external(p)}
-    internal = [pid for pid in pools if pid not in external]
-
-    def bound(pid: int, keep: Any, align: int = 1) -> int:
-        return max(_profile([b for b in bufs if b.pool == pid and keep(b)], align))
-
-    def core(b: _Buf) -> bool:
-        return not b.scratch and not b.is_float
-
-    def no_scratch(b: _Buf) -> bool:
-        return not b.scratch
-
-    def every(b: _Buf) -> bool:
-        return True
-
-    nsteps = max((b.end for b in bufs), default=0) + 1
-
-    def global_bound(pids: list[int], keep: Any) -> int:
-        totals = [0] * nsteps
-        for pid in pids:
-            prof = _profile([b for b in bufs if b.pool == pid and keep(b)])
-            for t, v in enumerate(prof):
-                totals[t] += v
-        return max(totals) if totals else 0
-
-    s_core_global = global_bound(internal, core)
-    s_core = sum(bound(p, core) for p in internal)
-    s_float = sum(bound(p, no_scratch) for p in internal)
-    s_all = sum(bound(p, every) for p in internal)
-    aligned = 0
-    for pid in internal:
-        align = int(pools[pid].get("alignment") or 1)
-        raw = bound(pid, every)
-        aligned += min(max(bound(pid, every, align), raw), max(used[pid], raw))
-    u_int = sum(used[p] for p in internal)
-    u_ext = sum(used[p] for p in external)
-    oracle = report.get("lower_bound_bytes") if report else None
-
-    parts: list[dict[str, Any]] = []
-
-    def part(kind: str, value: int, words: str) -> None:
-        parts.append({"kind": kind, "bytes": int(value), "words": words})
-
-    n_float = sum(1 for b in bufs if b.is_float)
-    n_scratch = sum(1 for b in bufs if b.scratch)
-    if oracle is not None:
-        part(
-            "model",
-            oracle,
-            f"the model needs at least {_fmt(oracle)} (oracle liveness lower bound)",
-        )
-        diff = s_core_global - oracle
-        if diff >= 0:
-            words = (
-                f"the tool's own tensors need {_fmt(diff)} more at their peak than the model's "
-                f"(layout conversions, inserted copies, a different operator order)"
-            )
-        else:
-            words = (
-                f"the tool's own tensors need {_fmt(-diff)} less at their peak than the oracle's "
-                f"bound (fused operators, in-place ops, int8 I/O, buffers moved to external RAM)"
-            )
-        part("tool_tensors", diff, words)
-    else:
-        part(
-            "tool_tensors",
-            s_core_global,
-            f"the tool's own tensors need {_fmt(s_core_global)} at their peak",
-        )
-    part(
-        "pool_split",
-        s_core - s_core_global,
-        f"tensors split over {len(internal)} internal pool(s) cannot share memory across pools",
-    )
-    part(
-        "float_buffers",
-        s_float - s_core,
-        f"{n_float} float buffer(s) (4 bytes per element) in an integer network",
-    )
-    part("scratch", s_all - s_float, f"{n_scratch} scratch buffer(s) for kernels")
-    part("padding", aligned - s_all, "alignment of buffer ends to the pools' alignment")
-    part(
-        "reuse_not_taken",
-        u_int - aligned,
-        "memory the allocator did not reuse: its pools' high-water marks exceed the live peak",
-    )
-    ext_names = ", ".join(str(pools[p].get("name")) for p in sorted(external)) or "none"
-    part("external_ram", u_ext, f"placed in external RAM (pools: {ext_names})")
-    part(
-        "unaccounted",
-        reported - u_int - u_ext,
-        "difference between the reported figure and the counted pools' used bytes",
-    )
+    floor = report.get("lower_bound_bytes") if report else None
+    explained = explain_parts(bufs, pools, used, external, reported, floor)
+    parts = explained["parts"]
     assert sum(p["bytes"] for p in parts) == reported
-
-    pool_rows = []
-    for pid, p in pools.items():
-        mine = [b for b in bufs if b.pool == pid]
-        pool_rows.append(
-            {
-                "id": pid,
-                "name": p.get("name"),
-                "used_bytes": used[pid],
-                "bound_bytes": max(_profile(mine)),
-                "buffers": len(mine),
-                "external": pid in external,
-                "alignment": p.get("alignment"),
-            }
-        )
-    tool_bound = global_bound(list(pools), every)
     big = sorted(
         (p for p in parts if p["kind"] != "model" and p["bytes"] > 0), key=lambda p: -p["bytes"]
     )
-    gap = reported - oracle if oracle is not None else None
-    if oracle is not None and gap is not None:
-        top = ", ".join(f"{p['kind']} {_fmt(p['bytes'])}" for p in big[:3]) or "nothing"
+    gap = reported - floor if floor is not None else None
+    top = ", ".join(f"{p['kind']} {_fmt(p['bytes'])}" for p in big[:3]) or "nothing"
+    if floor is not None:
         summary = (
-            f"reported {_fmt(reported)} vs oracle {_fmt(oracle)}: gap {_fmt(gap)}; "
+            f"reported {_fmt(reported)} vs the oracle's floor {_fmt(floor)}: gap {_fmt(gap or 0)}; "
             f"largest parts: {top}"
         )
     else:
-        summary = f"reported {_fmt(reported)}; the tool's liveness bound is {_fmt(tool_bound)}"
+        summary = (
+            f"reported {_fmt(reported)}; the tool's own buffers need {_fmt(explained['tool_bound'])} "
+            f"at their peak; largest parts: {top}"
+        )
     return {
         "c_info": str(path),
         "reported_bytes": reported,
-        "oracle_lower_bound_bytes": oracle,
+        "oracle_lower_bound_bytes": floor,
         "gap_bytes": gap,
-        "tool_bound_bytes": tool_bound,
-        "epochs": nsteps,
-        "pools": pool_rows,
+        "tool_bound_bytes": explained["tool_bound"],
+        "external_bytes": sum(used[p] for p in external),
+        "epochs": max((b.end for b in bufs), default=0) + 1,
+        "pools": explained["pools"],
         "pairing": pairing,
         "parts": parts,
         "summary": summary,
@@ -401,9 +303,14 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
                 "bytes": b.size,
                 "start": b.start,
                 "end": b.end,
+                "kind": b.kind,
                 "scratch": b.scratch,
                 "float": b.is_float,
             }
             for b in sorted(bufs, key=lambda b: (b.start, b.pool, b.offset))
         ],
     }
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,} B"

@@ -97,6 +97,8 @@ class Graph:
     producer: dict[str, int] = field(default_factory=dict)
     consumers: dict[str, list[int]] = field(default_factory=dict)
     model: Any = None  # the onnx ModelProto after shape inference
+    source: str = "onnx"  # "onnx" or "tflite"
+    notes: list[str] = field(default_factory=list)  # how the file was read (e.g. a _Q.json)
 
     def info(self, name: str) -> TensorInfo:
         """The tensor's info (an empty one when shape inference said nothing)."""
@@ -198,7 +200,7 @@ def build_graph(source: Path | str | Any) -> Graph:
         opset=opset,
         model=model,
     )
-    _index(graph)
+    index_graph(graph)
     _find_constants(graph)
     if _unresolved_activations(graph):
         _shapes_from_folded(graph)
@@ -288,8 +290,9 @@ def _shapes_from_folded(graph: Graph) -> None:
             )
 
 
-def _index(graph: Graph) -> None:
-    defined = set(graph.inputs) | set(graph.initializers) | {""}
+def index_graph(graph: Graph) -> None:
+    """Fill ``producer`` and ``consumers``; refuse a graph not in topological order."""
+    defined = set(graph.inputs) | set(graph.initializers) | graph.constants | {""}
     for node in graph.nodes:
         for name in node.inputs:
             if name not in defined and name not in graph.producer:

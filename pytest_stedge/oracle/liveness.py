@@ -18,6 +18,8 @@ from .facts import QdqInfo
 from .graph import DQ_OPS, Q_OPS, Graph, elem_bytes, is_compute
 
 _INT8 = 3  # TensorProto.INT8
+_INT32 = 6
+_INT64 = 7
 VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 
 
@@ -40,6 +42,7 @@ class Step:
     op_type: str
     reads: list[str]
     writes: list[str]
+    index: int = -1  # the graph node it runs
 
 
 @dataclass
@@ -53,6 +56,10 @@ class Liveness:
     peak: list[str]
     naive: int
     unresolved: list[str]
+    root_of: dict[str, str] = field(default_factory=dict)  # tensor -> its buffer
+    streamed: list[str] = field(default_factory=list)  # buffers the target never stores
+    overlaid: list[tuple[str, str]] = field(default_factory=list)  # (output, input) pairs
+    outside: list[str] = field(default_factory=list)  # I/O buffers outside the activations
 
     def resolved(self) -> list[Buffer]:
         """Buffers with a known size."""
@@ -79,13 +86,21 @@ class _Aliases:
             self.parent[a] = b
 
 
-def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
-    """Build the deployed buffers and steps of ``graph`` and compute the bound."""
+def analyze_liveness(graph: Graph, qdq: QdqInfo, *, int64_as_int32: bool = False) -> Liveness:
+    """Build the deployed buffers and steps of ``graph`` and compute the bound.
+
+    The target's own rules (I/O placement, NPU streaming, MCU overlay) are applied on
+    top by :func:`pytest_stedge.oracle.deployed.deployed_liveness`.
+    """
     nodes = graph.nodes
     const = graph.constants
     aliases = _Aliases()
     # Deployed element type of the tensors stored in int8 (float inputs included).
     dtype_of: dict[str, int] = dict.fromkeys(qdq.int8_inputs, _INT8)
+    if int64_as_int32:  # no stedgeai runtime has int64 tensors: they become int32
+        dtype_of.update(
+            (name, _INT32) for name, info in graph.tensors.items() if info.dtype == _INT64
+        )
     steps: list[Step] = []
 
     def is_act(name: str) -> bool:
@@ -140,7 +155,7 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
                 dtype_of.setdefault(name, width)
         if op in VIEW_OPS and reads and writes:
             aliases.union(writes[0], reads[0])
-        steps.append(Step(node.name, op, reads, writes))
+        steps.append(Step(node.name, op, reads, writes, node.index))
 
     nsteps = max(len(steps), 1)
     groups: dict[str, list[str]] = {}
@@ -196,10 +211,21 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo) -> Liveness:
             unresolved.extend(groups[root])
         buffers.append(Buffer(root, size, start.get(root, 0), end[root], groups[root]))
 
-    lower, peak_step = _bound(buffers, nsteps)
-    peak = [b.name for b in buffers if b.size is not None and b.start <= peak_step <= b.end]
-    naive = sum(b.size for b in buffers if b.size is not None)
-    return Liveness(buffers, steps, lower, peak_step, peak, naive, unresolved)
+    root_of = {m: b.name for b in buffers for m in b.members}
+    return finish(Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of))
+
+
+def finish(live: Liveness) -> Liveness:
+    """Fill the bound, the peak and the naive sum from the buffers as they are."""
+    nsteps = max(len(live.steps), 1)
+    live.lower_bound, live.peak_step = _bound(live.buffers, nsteps)
+    live.peak = [
+        b.name
+        for b in live.buffers
+        if b.size is not None and b.start <= live.peak_step <= b.end
+    ]
+    live.naive = sum(b.size for b in live.buffers if b.size is not None)
+    return live
 
 
 def _size(graph: Graph, names: list[str], dtype: int | None) -> int | None:
@@ -221,7 +247,7 @@ def _bound(buffers: list[Buffer], nsteps: int) -> tuple[int, int]:
     """Largest sum of live sizes over steps (difference array, linear time)."""
     delta = [0] * (nsteps + 1)
     for b in buffers:
-        if b.size is None:
+        if b.size is None or b.end < b.start:
             continue
         delta[b.start] += b.size
         delta[b.end + 1] -= b.size

@@ -1,36 +1,71 @@
-"""``analyze_model``: facts and activation memory of one ONNX model, as a dict."""
+"""``analyze_model``: facts and activation memory of one model as a target deploys it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .deploy import Deployment, deployment_for
+from .deployed import deployed_liveness
 from .facts import classify, op_counts, weights
-from .graph import Graph, build_graph
-from .liveness import Liveness, analyze_liveness
+from .graph import Graph
+from .liveness import Liveness
 from .planner import Item, Plan, plan_offsets
 
 
-def memory_plan(live: Liveness) -> Plan:
-    """The best offset plan of the resolved buffers, checked against overlap."""
-    items = [Item(b.name, b.size, b.start, b.end) for b in live.resolved() if b.size]
-    return plan_offsets(items, lower_bound=live.lower_bound)
+def _aligned(size: int, alignment: int) -> int:
+    return -(-size // alignment) * alignment if alignment > 1 else size
 
 
-def analyze_graph(graph: Graph, *, details: bool = False) -> dict[str, Any]:
+def memory_plan(live: Liveness, alignment: int = 1) -> Plan:
+    """The best offset plan of the resolved buffers (sizes rounded up to ``alignment``),
+    checked against overlap."""
+    items = [
+        Item(b.name, _aligned(b.size, alignment), b.start, b.end)
+        for b in live.resolved()
+        if b.size and b.end >= b.start
+    ]
+    # Stop at the liveness bound of the (aligned) sizes: no plan can beat it.
+    delta: dict[int, int] = {}
+    for it in items:
+        delta[it.start] = delta.get(it.start, 0) + it.size
+        delta[it.end + 1] = delta.get(it.end + 1, 0) - it.size
+    bound = running = 0
+    for step in sorted(delta):
+        running += delta[step]
+        bound = max(bound, running)
+    return plan_offsets(items, lower_bound=bound)
+
+
+def analyze_graph(
+    graph: Graph, *, details: bool = False, deployment: Deployment | None = None
+) -> dict[str, Any]:
     """The oracle report of an already built graph (see :func:`analyze_model`)."""
     qdq = classify(graph)
-    live = analyze_liveness(graph, qdq)
+    live = deployed_liveness(graph, qdq, deployment)
     plan = memory_plan(live)
+    alignment = deployment.alignment if deployment else 1
+    aligned = all(b.size % alignment == 0 for b in live.resolved() if b.size)
+    expected = plan if aligned else memory_plan(live, alignment)
     params, weight_bytes = weights(graph)
     nodes = graph.nodes
     known = bool(live.resolved())
+    sizes = {b.name: b.size for b in live.buffers}
     report: dict[str, Any] = {
         "model": str(graph.path) if graph.path else None,
+        "format": graph.source,
+        "deployment": deployment.describe() if deployment else None,
         "qdq": qdq.qdq,
         "lower_bound_bytes": live.lower_bound if known else None,
+        "expected_bytes": expected.size if known else None,
         "plan_bytes": plan.size if known else None,
         "plan_strategy": plan.strategy,
+        "peak": [{"name": n, "bytes": sizes.get(n)} for n in live.peak],
+        "streamed_tensors": live.streamed,
+        "overlaid": [{"output": o, "input": i} for o, i in live.overlaid],
+        "io_outside_activations": live.outside,
+        "notes": list(graph.notes),
         "naive_bytes": live.naive if known else None,
         "peak_step": live.peak_step,
         "peak_node": live.steps[live.peak_step].node if live.steps else None,
@@ -43,7 +78,7 @@ def analyze_graph(graph: Graph, *, details: bool = False) -> dict[str, Any]:
         "weight_bytes": weight_bytes,
         "op_counts": op_counts(graph),
         "unresolved_tensors": live.unresolved,
-        "tensors": len(live.buffers),
+        "tensors": len(live.buffers) + len(live.streamed),
         "steps": len(live.steps),
         "inputs": [_io(graph, n) for n in graph.inputs],
         "outputs": [_io(graph, n) for n in graph.outputs],
@@ -72,17 +107,33 @@ def _io(graph: Graph, name: str) -> dict[str, Any]:
     }
 
 
-def analyze_model(path: Path | str, *, details: bool = False) -> dict[str, Any]:
-    """Facts and activation memory of an ONNX model, independent of the tool.
+def analyze_model(
+    path: Path | str,
+    *,
+    details: bool = False,
+    target: str | None = None,
+    options: Sequence[str] = (),
+    mpool: Path | str | None = None,
+) -> dict[str, Any]:
+    """Facts and activation memory of an ONNX or TFLite model as ``target`` deploys it.
 
-    Keys: ``lower_bound_bytes`` (largest sum of live deployed tensor sizes at one
-    step), ``plan_bytes`` (a checked offset plan), ``naive_bytes`` (no reuse),
+    ``target``/``options``/``mpool`` are what ``stedgeai generate`` gets
+    (:func:`.deploy.deployment_for`; default ``stm32n6`` with Neural-ART).
+
+    Keys: ``lower_bound_bytes`` (the floor: largest sum of live deployed tensor
+    sizes at one step under the target's rules; no correct tool goes below it),
+    ``expected_bytes`` (a checked offset plan with the target's alignment: what a
+    good allocator reaches), ``peak`` (the tensors at the floor's step, with bytes),
+    ``plan_bytes`` (a checked offset plan, unaligned), ``naive_bytes`` (no reuse),
     ``peak_tensors``, ``float_nodes`` ([{name, op_type}]), ``quantized_nodes``,
     ``params``, ``weight_bytes``, ``op_counts``, ``unresolved_tensors`` (tensors
     whose size shape inference could not fix: left out of the sums, listed here),
     ``tensors``; with ``details`` also ``buffers`` (lifetimes and offsets).
     Byte figures are ``None`` when no tensor size is known.
 
-    :raises OracleError: not ONNX, or its shapes cannot be inferred.
+    :raises OracleError: not a model, Keras, a bad ``_Q.json``, shapes not inferable.
     """
-    return analyze_graph(build_graph(path), details=details)
+    from .model_files import open_graph
+
+    deployment = deployment_for(target, options, mpool)
+    return analyze_graph(open_graph(path), details=details, deployment=deployment)

@@ -1,4 +1,4 @@
-"""Reference inference with onnxruntime on the tool's default stimulus."""
+"""Reference inference on the tool's default stimulus: onnxruntime for ONNX, LiteRT for TFLite."""
 
 from __future__ import annotations
 
@@ -69,9 +69,16 @@ def reference_outputs(
         ``*_val_io.npz`` key names, plus ``input_names``/``output_names``.
     """
     from .graph import load_model
-    from .stimulus import default_stimulus
+    from .stimulus import _is_tflite_file, default_stimulus
 
     where = str(model_path)
+    if _is_tflite_file(Path(model_path)):
+        from .tflite_graph import read_tflite
+
+        read_tflite(Path(model_path))  # not-a-flatbuffer and unsupported ops: clear errors
+        if inputs is None:
+            inputs = default_stimulus(model_path, samples=samples, seed=seed)
+        return _litert_outputs(Path(model_path), inputs)
     load_model(model_path)  # not-ONNX and missing files get the oracle's own message
     sess = session(model_path, where)
     if inputs is None:
@@ -84,4 +91,44 @@ def reference_outputs(
         result[f"m_outputs_{k}"] = arr
     result["input_names"] = [m.name for m in sess.get_inputs()]
     result["output_names"] = [m.name for m in sess.get_outputs()]
+    return result
+
+
+def _litert_outputs(path: Path, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Run a TFLite model with LiteRT's interpreter, one sample at a time."""
+    import numpy as np
+
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise OracleError(f"{path}: LiteRT (ai-edge-litert) is not installed: {exc}") from exc
+    try:
+        interp = Interpreter(model_path=str(path))
+        interp.allocate_tensors()
+    except Exception as exc:  # LiteRT raises ValueError/RuntimeError on bad models
+        raise OracleError(f"{path}: LiteRT cannot run this model: {exc}") from exc
+    ins = interp.get_input_details()
+    outs = interp.get_output_details()
+    missing = sorted({d["name"] for d in ins} - set(inputs))
+    if missing:
+        raise OracleError(f"{path}: no data for model inputs {missing}")
+    samples = len(next(iter(inputs.values()))) if inputs else 1
+    results: list[list[Any]] = [[] for _ in outs]
+    for i in range(samples):
+        for detail in ins:
+            x = np.asarray(inputs[detail["name"]][i : i + 1]).astype(detail["dtype"])
+            interp.set_tensor(detail["index"], x.reshape(detail["shape"]))
+        try:
+            interp.invoke()
+        except Exception as exc:
+            raise OracleError(f"{path}: LiteRT failed on sample {i}: {exc}") from exc
+        for k, detail in enumerate(outs):
+            results[k].append(np.array(interp.get_tensor(detail["index"])))
+    result: dict[str, Any] = {}
+    for k, detail in enumerate(ins, 1):
+        result[f"m_inputs_{k}"] = inputs[detail["name"]]
+    for k, arrays in enumerate(results, 1):
+        result[f"m_outputs_{k}"] = np.concatenate(arrays, axis=0)
+    result["input_names"] = [d["name"] for d in ins]
+    result["output_names"] = [d["name"] for d in outs]
     return result

@@ -76,8 +76,28 @@ def _as_specs(source: Any) -> list[InputSpec]:
     return specs
 
 
+def _tflite_specs(path: Path) -> list[InputSpec]:
+    """A TFLite model's inputs: their declared type and quantization, batch dropped."""
+    from .tflite_graph import tflite_io
+
+    specs = []
+    for item in tflite_io(path)[0]:
+        dims = list(item["shape"])
+        if len(dims) >= 2 and dims[0] == 1:
+            dims = dims[1:]
+        if item["dtype"] not in _INT_RANGES and not item["dtype"].startswith("float"):
+            raise OracleError(
+                f"{path}: input {item['name']!r} has type {item['dtype']}: the stimulus supports "
+                f"float, int8, uint8, int16 and uint16 inputs"
+            )
+        specs.append(
+            InputSpec(item["name"], tuple(dims), item["dtype"], item["scale"], item["zero_point"])
+        )
+    return specs
+
+
 def input_specs(model: Any) -> list[InputSpec]:
-    """The input specs of an ONNX model (path or ModelProto).
+    """The input specs of an ONNX or TFLite model (path or ONNX ModelProto).
 
     The batch dimension (the first one, of size 1 or symbolic) is dropped; a float
     input read only by QuantizeLinear takes that node's type, scale and zero point.
@@ -86,6 +106,8 @@ def input_specs(model: Any) -> list[InputSpec]:
 
     from .graph import load_model
 
+    if isinstance(model, (str, Path)) and _is_tflite_file(Path(model)):
+        return _tflite_specs(Path(model))
     proto = load_model(model)
     g = proto.graph
     inits = {i.name: i for i in g.initializer}
@@ -143,6 +165,18 @@ def input_specs(model: Any) -> list[InputSpec]:
                 )
         specs.append(spec)
     return specs
+
+
+def _is_tflite_file(path: Path) -> bool:
+    from .tflite_graph import is_tflite
+
+    if path.suffix.lower() == ".tflite":
+        return True
+    try:
+        with path.open("rb") as handle:
+            return is_tflite(handle.read(8))
+    except OSError:
+        return False
 
 
 def _const(inits: dict[str, Any], consts: dict[str, Any], name: str) -> Any:

@@ -3,12 +3,20 @@
 MCU files have one graph node per C layer; Neural-ART (STM32N6 NPU) files have one
 top-level node per epoch (``epoch_<n>``, mapping ``NODE_HW|EC|SW|SW_HW|NO_X``) whose
 ``subgraph_nodes`` are the operators.
+
+Epoch-controller runs: 2.x files keep one ``NODE_EC`` node per epoch (the 2.0.0 sample:
+``epoch_1`` .. ``epoch_21``, each "Epoch Controller _ec_blob_1"). From 3.0 the file holds
+ONE ``NODE_EC`` node per EC blob, which runs many epochs: such a node is a blob, never an
+epoch. Its epochs are counted only when ``ec_blobs_info`` lists them (no real file in
+../shared has a non-empty ``ec_blobs_info``); otherwise ``epochs.ec`` and ``epochs.total``
+stay unknown and a folder takes them from the report's epoch table.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +31,13 @@ from .common import (
     split_tool_version,
     version_warning,
 )
+from .figures import (
+    MAX_DIGITS,
+    FigureError,
+    checked_float,
+    checked_number,
+    line_of_long_digits,
+)
 
 _KIND = {
     "NODE_HW": "hw",
@@ -33,7 +48,7 @@ _KIND = {
 # Operator types that are bookkeeping, not computation: epochs holding only these are
 # the pseudo-epochs the reports do not count (epoch_0 of parameters, trailing Return).
 _PSEUDO_OPS = {"Param", "Return"}
-_EPOCH_NAME = re.compile(r"epoch_(\d+)$")
+_EPOCH_NAME = re.compile(r"epoch_(\d{1,9})$")
 _METRIC_KEYS = ("acc", "rmse", "mae", "l2r", "mean", "std", "snr", "nse", "cos")
 
 
@@ -49,6 +64,12 @@ def load_json(path: Path, data: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise ReportParseError(
             path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from exc
+    except ValueError as exc:  # an integer of more digits than int() converts
+        raise ReportParseError(
+            path,
+            f"figure of more than {MAX_DIGITS} digits: not a number stedgeai writes",
+            line=line_of_long_digits(text),
         ) from exc
     except RecursionError as exc:
         raise ReportParseError(path, "invalid JSON: nested too deeply") from exc
@@ -85,8 +106,9 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
     if core is not None:
         tool.update(split_tool_version(str(core.get("version", ""))))
         args = str(core.get("arguments", "")).split()
-        if args and args[0] in ("analyze", "generate", "validate"):
-            result["command"] = args[0]
+        command = _command(args) or _command_from_name(path.name)
+        if command:
+            result["command"] = command
         target = _option(args, "--target") or _option(args, "--series")
         if target:
             result["target"] = normalize_target(target)
@@ -106,7 +128,7 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
 
     memory = _memory(doc)
     nodes = _nodes(doc)
-    epochs = _epochs(nodes)
+    epochs = _epochs(nodes, _ec_blob_epochs(doc), _per_blob(tool.get("version"), nodes))
     if epochs is not None:
         result["neural_art"] = True
         result["epochs"] = epochs
@@ -145,6 +167,30 @@ def _list(value: Any) -> list[Any]:
 
 def _int(value: Any) -> int | None:
     return as_int(value)
+
+
+_COMMANDS = ("analyze", "generate", "validate")
+# AI Studio: <name>_<model>_c_info_generate.json / _c_info_analyze.json; 3.0+ _c_info_valid.json
+_NAME_COMMAND = re.compile(r"_c_info_(analyze|generate|validate|valid)\.json$", re.IGNORECASE)
+
+
+def _command(args: list[str]) -> str | None:
+    """The command of ``tools[].arguments``: its first word, or the word after the
+    executable (``C:\\ST\\...\\stedgeai.exe analyze --target ...``)."""
+    for arg in args:
+        if arg.startswith("-"):
+            return None
+        if arg in _COMMANDS:
+            return arg
+    return None
+
+
+def _command_from_name(name: str) -> str | None:
+    match = _NAME_COMMAND.search(name)
+    if not match:
+        return None
+    word = match.group(1).lower()
+    return "validate" if word == "valid" else word
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -209,6 +255,8 @@ def _pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         name = pool.get("name", pool.get("id", ""))
         entry: dict[str, Any] = {"name": name if isinstance(name, str) else json.dumps(name)}
+        if pool.get("user_allocated") is True:
+            entry["user_allocated"] = True  # an I/O buffer the application provides
         size = _int(pool.get("size_bytes"))
         if size is not None and size >= 0:
             entry["size_bytes"] = size
@@ -247,18 +295,52 @@ def op_type(node: dict[str, Any]) -> str:
     return desc
 
 
-def _epochs(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not nodes or not any(_EPOCH_NAME.match(str(n.get("name", ""))) for n in nodes):
+def _per_blob(version: str | None, nodes: list[dict[str, Any]]) -> bool:
+    """Whether the file's ``NODE_EC`` nodes are blobs (3.0+) rather than epochs (2.x)."""
+    match = re.match(r"(\d+)\.", version or "")
+    if match:
+        return int(match.group(1)) >= 3 and int(match.group(1)) < 9  # 9.0 is X-CUBE-AI 9
+    ec = [n for n in nodes if n.get("mapping") == "NODE_EC"]
+    return any(not _EPOCH_NAME.match(str(n.get("name", ""))) for n in ec)
+
+
+def _ec_blob_epochs(doc: dict[str, Any]) -> dict[str, int]:
+    """Epochs per blob name, where ``ec_blobs_info`` lists them (``"epochs": [ids]``)."""
+    out: dict[str, int] = {}
+    for blob in _list(doc.get("ec_blobs_info")):
+        if not isinstance(blob, dict):
+            continue
+        ids = blob.get("epochs")
+        if isinstance(ids, list) and ids and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in ids
+        ):
+            out[str(blob.get("name", ""))] = len(ids)
+    return out
+
+
+def _epochs(
+    nodes: list[dict[str, Any]], blob_epochs: dict[str, int], per_blob: bool
+) -> dict[str, Any] | None:
+    if not nodes or not any(
+        _EPOCH_NAME.match(str(n.get("name", ""))) or n.get("mapping") == "NODE_EC" for n in nodes
+    ):
         return None
-    listing = []
+    listing: list[dict[str, Any]] = []
     counts = {"hw": 0, "ec": 0, "sw": 0, "hybrid": 0}
+    blobs: list[str] = []
     for node in nodes:
-        match = _EPOCH_NAME.match(str(node.get("name", "")))
+        name = str(node.get("name", ""))
+        match = _EPOCH_NAME.match(name)
         kind = _KIND.get(str(node.get("mapping", "")))
-        if not match or kind is None:
-            continue  # NODE_NO_X and unnamed nodes are not executed epochs
         subs = [s for s in _list(node.get("subgraph_nodes")) if isinstance(s, dict)]
         types = [op_type(s) for s in subs]
+        if kind == "ec" and (per_blob or not match):
+            blobs.append(name)
+            ops = _unique([t for t in types if t not in _PSEUDO_OPS])
+            listing.append({"blob": name, "kind": "ec", "ops": ops})
+            continue
+        if not match or kind is None:
+            continue  # NODE_NO_X and unnamed nodes are not executed epochs
         if types and all(t in _PSEUDO_OPS for t in types):
             continue
         if kind in ("sw", "hybrid"):
@@ -271,7 +353,22 @@ def _epochs(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
             ops = [t for t in types if t not in _PSEUDO_OPS]
         counts[kind] += 1
         listing.append({"id": int(match.group(1)), "kind": kind, "ops": _unique(ops)})
-    return {"total": len(listing), **counts, "list": listing}
+    out: dict[str, Any] = {}
+    epochs = len(listing) - len(blobs)
+    if blobs:
+        out["ec_blobs"] = len(blobs)
+        known = [blob_epochs.get(b) for b in blobs]
+        if all(k is not None for k in known):
+            counts["ec"] = sum(k for k in known if k is not None)
+            out["total"] = epochs + counts["ec"]
+            out.update(counts)
+        else:  # how many epochs each blob runs is not in the file
+            out.update({k: v for k, v in counts.items() if k != "ec"})
+    else:
+        out["total"] = epochs
+        out.update(counts)
+    out["list"] = listing
+    return out
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -298,11 +395,13 @@ def metric_row(row: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
-            out[key] = float(value)
+            out[key] = float(checked_number(value))
         elif isinstance(value, str):
             text = value.strip().rstrip("%")
             try:
-                out[key] = float(text)
+                out[key] = checked_float(text)
+            except FigureError:
+                raise
             except ValueError:
                 continue
     return out
@@ -353,10 +452,15 @@ def _validation(doc: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
         aton = [a for a in _list(doc.get("aton_execution_time")) if isinstance(a, dict)]
         values = [a.get("duration_ms") for a in aton]
         numbers = [
-            float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+            float(checked_number(v))
+            for v in values
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
         # one entry per epoch block; their sum is the inference
         duration = sum(numbers) if numbers and len(numbers) == len(values) else None
     if duration is not None:
-        validation["duration_ms"] = float(duration)
+        duration = float(checked_number(duration))
+        if not math.isfinite(duration):
+            raise FigureError(repr(duration), "is not a duration")
+        validation["duration_ms"] = duration
     return validation

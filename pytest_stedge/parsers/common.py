@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import ReportParseError
+
+from .diagnostics import extract_diagnostics, strip_ansi
+from .figures import FigureError, checked_float, checked_int, parse_size_precise
+
+__all__ = ["FigureError", "extract_diagnostics", "strip_ansi"]
 
 # Versions whose formats the parsers were written against (stedgeai-formats.md §1.2).
 # Legacy X-CUBE-AI (stm32ai) numbering runs 5.x -> 9.0; ST Edge AI Core restarts at 1.0.
@@ -15,9 +21,10 @@ from pytest_stedge.errors import ReportParseError
 KNOWN_CORE_VERSIONS = {(1, 0), (2, 0), (2, 1), (2, 2), (3, 0), (4, 0), (9, 0)}
 KNOWN_LEGACY_MAJORS = range(4, 9)
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-# tqdm progress bars (PASS:  92%|...| 158/171 [...]) and other N%| bars; dropped whole.
-_TQDM = re.compile(r"^\s*[\w.\- ]{0,20}:?\s*\d{1,3}%\|")
+# Files larger than this are refused before they are read: the biggest real output in
+# ../shared is 8 MB; a 200 MB junk "report" would otherwise cost about 1 GB of memory.
+DEFAULT_MAX_MB = 64
+MAX_MB_ENV = "STEDGE_PARSE_MAX_MB"
 
 _CORE_BANNER = re.compile(
     r"ST\s?Edge\s?AI\s+Core\s+v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z_.]+))?(?:[ \t]+([0-9a-f]{6,40})\b)?"
@@ -27,35 +34,40 @@ _LEGACY_BANNER = re.compile(
 )
 _CUBEAI_COMPONENT = re.compile(r"^\s*STM32CubeAI\s+(\S+)", re.MULTILINE)
 
-_DIAG_CODE = re.compile(r"\b(E\d{3})\((\w+)\):\s*(.*)")
-_DIAG_PLAIN = re.compile(r"\b(INTERNAL ERROR|TOOL ERROR|LOAD ERROR):\s*(.*)")
-
-# Size units as the tool prints them; kB/KiB/KBytes are all 1024 bytes (a 240.000 kB pool
-# is 245,760 bytes in c_info).
-_UNITS = {
-    "b": 1,
-    "bytes": 1,
-    "byte": 1,
-    "kb": 1024,
-    "kib": 1024,
-    "kbytes": 1024,
-    "mb": 1024**2,
-    "mib": 1024**2,
-    "mbytes": 1024**2,
-    "gb": 1024**3,
-    "gib": 1024**3,
-}
-_SIZE = re.compile(
-    r"(-?[\d,]+(?:\.\d+)?)\s*([KMG]?i?B(?:ytes)?|[kKMG]Bytes|Bytes|B)\b", re.IGNORECASE
-)
+_INT = re.compile(r"[+-]?\d+")
+_FIRST_INT = re.compile(r"-?\d[\d,]*")
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read ``path`` or raise ReportParseError naming it."""
+def max_file_bytes() -> int:
+    """The size above which an output file is refused: ``STEDGE_PARSE_MAX_MB`` MiB (default 64)."""
+    text = os.environ.get(MAX_MB_ENV, "").strip()
     try:
-        return path.read_bytes()
+        megabytes = float(text) if text else DEFAULT_MAX_MB
+    except ValueError:
+        megabytes = DEFAULT_MAX_MB
+    if not math.isfinite(megabytes) or megabytes <= 0:
+        megabytes = DEFAULT_MAX_MB
+    return int(megabytes * 1024 * 1024)
+
+
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """Read ``path`` or raise ReportParseError naming it (also when it is over the size limit)."""
+    limit = max_file_bytes() if limit is None else limit
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise ReportParseError(
+                path,
+                f"file of {size / 1024 / 1024:.1f} MiB is over the {limit / 1024 / 1024:g} MiB "
+                f"limit for stedgeai outputs (set {MAX_MB_ENV} to raise it)",
+            )
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise ReportParseError(path, f"cannot read file: {exc.strerror or exc}") from exc
+    if len(data) > limit:  # grew while being read
+        raise ReportParseError(path, f"file is over the {limit / 1024 / 1024:g} MiB limit")
+    return data
 
 
 def decode_text(path: Path, data: bytes) -> str:
@@ -97,22 +109,48 @@ def _undo_utf16_misread(text: str) -> str:
         return text
 
 
+def is_progress_bar(line: str) -> bool:
+    """A tqdm bar (``PASS:  92%|#####| 91/99 [...]``): an optional label of up to 20 word,
+    ``.``, ``-`` or space characters, an optional ``:``, then 1-3 digits and ``%|``.
+
+    Checked by hand from the ``%|`` backwards, in one pass: the equivalent regex backtracks
+    over runs of spaces (about 1 ms on a blank 55-space line).
+    """
+    at = line.find("%|")
+    if at < 1:
+        return False
+    head = line[:at]
+    digits = len(head) - len(head.rstrip("0123456789"))
+    if digits == 0:
+        return False
+    label = head[: len(head) - min(digits, 3)].rstrip()
+    label = label.removesuffix(":")
+    label = label.lstrip()
+    return len(label) <= 20 and all(ch.isalnum() or ch in "_.- " for ch in label)
+
+
 def clean_console(text: str) -> list[str]:
     """Split into lines without ANSI codes and tqdm progress bars."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    lines = text.split("\n")
+    lines = strip_ansi(text).split("\n")
     if "%|" in text:
-        lines = [line for line in lines if not _TQDM.match(line)]
+        lines = [line for line in lines if "%|" not in line or not is_progress_bar(line)]
     return lines
 
 
 def as_int(value: Any) -> int | None:
-    """A JSON number as int; None for bools, strings, NaN/inf and anything else."""
+    """A JSON number as int; None for bools, strings, NaN and anything else.
+
+    :raises FigureError: for an infinite figure (``1e999``) or one no float can hold.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            raise FigureError(repr(value), "overflows a float")
+    elif abs(value) >= 2**1024:
+        raise FigureError(str(value), "overflows a float")
     return int(value)
 
 
@@ -123,38 +161,39 @@ def normalize_target(value: str) -> str:
 
 
 def parse_int(text: str) -> int | None:
-    """``'21,004'`` -> 21004; ``'--'``, ``'n.a.'`` or garbage -> None."""
+    """``'21,004'`` -> 21004; ``'--'``, ``'n.a.'`` or garbage -> None.
+
+    :raises FigureError: for digits no float can hold (the caller names file and line).
+    """
     cleaned = text.strip().replace(",", "")
-    if not cleaned or not re.fullmatch(r"[+-]?\d+", cleaned):
+    if not cleaned or not _INT.fullmatch(cleaned):
         return None
-    return int(cleaned)
+    return checked_int(cleaned)
 
 
 def parse_float(text: str) -> float | None:
-    """A float from a table cell (``'0.000000073'``, ``'98.26%'``); None for ``n.a.``/``--``."""
+    """A float from a table cell (``'0.000000073'``, ``'98.26%'``); None for ``n.a.``/``--``.
+
+    :raises FigureError: for a finite literal that overflows (``1e999``); ``inf`` is kept.
+    """
     cleaned = text.strip().replace(",", "").rstrip("%")
     try:
-        value = float(cleaned)
+        return checked_float(cleaned)
+    except FigureError:
+        raise
     except ValueError:
         return None
-    return value
 
 
 def parse_size(text: str) -> int | None:
     """``'240.000 kB'`` -> 245760; ``'52 Bytes'`` -> 52; None when no size is there."""
-    match = _SIZE.search(text)
-    if not match:
-        return None
-    number = parse_float(match.group(1))
-    unit = _UNITS.get(match.group(2).lower())
-    if number is None or unit is None:
-        return None
-    return round(number * unit)
+    parsed = parse_size_precise(text)
+    return None if parsed is None else parsed[0]
 
 
 def first_int(text: str) -> int | None:
     """The first integer (with thousands commas) in ``text``."""
-    match = re.search(r"-?\d[\d,]*", text)
+    match = _FIRST_INT.search(text)
     return parse_int(match.group(0)) if match else None
 
 
@@ -167,9 +206,7 @@ def parse_version_banner(text: str) -> dict[str, Any] | None:
 
     :returns: ``{"version", "build"?, "revision"?, "family", "cubeai"?}`` or None.
     """
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    head = text[:4000]
+    head = strip_ansi(text[:8000])[:4000]
     info: dict[str, Any] | None = None
     match = _CORE_BANNER.search(head)
     if match:
@@ -229,43 +266,3 @@ def version_warning(version: str | None, family: str = "stedgeai") -> dict[str, 
             "(knows X-CUBE-AI 5.0-9.0 and ST Edge AI Core 1.0-4.0); figures read as far as recognised"
         ),
     }
-
-
-def extract_diagnostics(text: str) -> list[dict[str, Any]]:
-    """Collect tool errors from console output or a report.
-
-    ``E<nnn>(Kind): message``, ``INTERNAL ERROR: ...``, ``TOOL ERROR: ...`` and the AI runner's
-    ``LOAD ERROR: ...`` (board did not answer) become error diagnostics (each once, in order). ``E: ...`` lines are warnings the tool prints while
-    succeeding and are ignored.
-    """
-    out: list[dict[str, Any]] = []
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    for line in text.splitlines():
-        if "E" not in line or "ERROR" not in line and "(" not in line:
-            continue
-        match = _DIAG_CODE.search(line)
-        if match:
-            diag = {
-                "level": "error",
-                "code": match.group(1),
-                "kind": match.group(2),
-                "message": match.group(3).strip(),
-            }
-        else:
-            plain = _DIAG_PLAIN.search(line)
-            if not plain:
-                continue
-            kind = plain.group(1).title().replace(" ", "")
-            diag = {"level": "error", "kind": kind, "message": plain.group(2).strip()}
-        # Wrappers (AI Studio's "Run failed: ... LOAD ERROR: <msg>. Please check ...") repeat a
-        # message with a tail: the same error is kept once.
-        if not any(
-            (d.get("code"), d["kind"]) == (diag.get("code"), diag["kind"])
-            and (
-                diag["message"].startswith(d["message"]) or d["message"].startswith(diag["message"])
-            )
-            for d in out
-        ):
-            out.append(diag)
-    return out

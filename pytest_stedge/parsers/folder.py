@@ -17,6 +17,7 @@ from pytest_stedge.result import Result
 
 from . import c_info, report_json, report_txt, val_files
 from .common import decode_text, read_bytes
+from .figures import FigureError, line_of, overflowing
 
 _TEXT_SUFFIXES = {".txt", ".log", ".out", ""}
 # Sub-folders a user may point at the parent of: the tool's default output and workspace.
@@ -59,8 +60,15 @@ def parse_file(path: Path | str) -> Result:
         return val_files.parse_csv_files([path], [text])
     start = text.lstrip()[:1]
     if start == "{" or start == "[" and path.suffix.lower() == ".json":
-        return _parse_json(path, data)
-    return report_txt.parse_text_report(path, text)
+        result = _parse_json(path, data)
+    else:
+        result = report_txt.parse_text_report(path, text)
+    for where, literal in overflowing(result):
+        shown = literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} digits)"
+        raise ReportParseError(
+            path, f"{where} = {shown} overflows a float", line=line_of(text, literal)
+        )
+    return result
 
 
 def _parse_json(path: Path, data: bytes) -> Result:
@@ -71,6 +79,9 @@ def _parse_json(path: Path, data: bytes) -> Result:
         if report_json.is_report_json(doc):
             _literal_metrics(doc)
             return report_json.parse_report_json(path, doc)
+    except FigureError as exc:
+        text = decode_text(path, data)
+        raise ReportParseError(path, str(exc), line=line_of(text, exc.literal)) from None
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
         # Last line of defence against values of a type no tool version wrote.
         raise ReportParseError(
@@ -108,11 +119,16 @@ def _candidates(folder: Path) -> list[Path]:
     return files
 
 
+# <name>_c_info.json, and AI Studio's <name>_<model>_c_info_generate.json / _analyze.json
+_C_INFO_NAME = re.compile(r"c_info(?:_generate|_analyze)?\.json$")
+_C_INFO_VALID_NAME = re.compile(r"c_info_valid(?:ate)?\.json$")
+
+
 def _kind(path: Path) -> str | None:
     name = path.name.lower()
-    if name.endswith("c_info.json"):
+    if _C_INFO_NAME.search(name):
         return "c_info"
-    if name.endswith("c_info_valid.json"):
+    if _C_INFO_VALID_NAME.search(name):
         return "c_info_valid"
     if name.endswith("_report.json"):
         return "report_json"
@@ -198,24 +214,33 @@ def _validation_from_text(merged: Result, texts: list[Result]) -> None:
     merged["validation"] = validation
 
 
-def _figures(result: Result) -> tuple[Any, ...]:
-    memory = result.get("memory") or {}
-    epochs = result.get("epochs") or {}
-    return (
-        memory.get("weights_bytes"),
-        memory.get("activations_bytes"),
-        epochs.get("total"),
-        epochs.get("ec"),
+def _same_run(a: Result, b: Result) -> bool:
+    """Whether two texts report one run: the same Developer Cloud service folder, or the
+    same figures (each within the rounding the other was printed with)."""
+    dir_a = (a.get("run") or {}).get("service_dir")
+    dir_b = (b.get("run") or {}).get("service_dir")
+    if dir_a and dir_b:
+        return bool(dir_a == dir_b)
+    mem_a, mem_b = a.get("memory") or {}, b.get("memory") or {}
+    prec_a, prec_b = mem_a.get("precision") or {}, mem_b.get("precision") or {}
+    for key in ("weights_bytes", "activations_bytes"):
+        x, y = mem_a.get(key), mem_b.get(key)
+        if x is not None and y is not None and abs(x - y) > prec_a.get(key, 0) + prec_b.get(key, 0):
+            return False
+    ep_a, ep_b = a.get("epochs") or {}, b.get("epochs") or {}
+    return all(
+        ep_a.get(k) is None or ep_b.get(k) is None or ep_a[k] == ep_b[k] for k in ("total", "ec")
     )
 
 
 def _refuse_several_runs(folder: Path, texts: list[Result]) -> None:
-    """Two reports of the same command with different figures are two runs: never mix them."""
+    """Two reports of the same command from different runs (other service folder, or
+    figures that differ beyond their rounding) are never mixed."""
     by_command: dict[str, list[Result]] = {}
     for text in texts:
         by_command.setdefault(text["command"], []).append(text)
     for command, group in by_command.items():
-        if len({_figures(r) for r in group}) > 1:
+        if any(not _same_run(a, b) for i, a in enumerate(group) for b in group[i + 1 :]):
             names = ", ".join(Path(r["sources"][0]).name for r in group)
             raise ReportParseError(
                 folder,
@@ -229,14 +254,54 @@ def _model_hash(result: Result) -> str | None:
     return str(digest).lower() if digest else None
 
 
-def _c_info_rank(result: Result) -> tuple[int, int]:
-    # Prefer the richest c_info (with memory footprint and epochs) as the base.
+def _c_info_rank(result: Result) -> tuple[int, int, int]:
+    # Prefer the richest c_info (with memory footprint and epochs) as the base; of AI
+    # Studio's generate and analyze c_info, the generate one.
     memory = result.get("memory") or {}
-    return (0 if "weights_bytes" in memory else 1, 0 if "epochs" in result else 1)
+    return (
+        0 if "weights_bytes" in memory else 1,
+        0 if "epochs" in result else 1,
+        _text_rank(result),
+    )
 
 
 def _text_rank(result: Result) -> int:
     return {"generate": 0, "analyze": 1, "validate": 2}.get(result.get("command", ""), 3)
+
+
+def _merge_memory(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """``mine`` filled from ``theirs``; an exact figure of theirs replaces a rounded one."""
+    merged = dict(mine)
+    precision = dict(mine.get("precision") or {})
+    their_precision = theirs.get("precision") or {}
+    for key, value in theirs.items():
+        if key == "precision":
+            continue
+        if key not in merged:
+            merged[key] = value
+            if key in their_precision:
+                precision[key] = their_precision[key]
+        elif key in precision and their_precision.get(key, 0) < precision[key]:
+            merged[key] = value
+            if key in their_precision:
+                precision[key] = their_precision[key]
+            else:
+                del precision[key]
+    merged.pop("precision", None)
+    if precision:
+        merged["precision"] = precision
+    return merged
+
+
+def _merge_epochs(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """``mine``, or ``theirs`` when mine cannot count the epochs (a 3.x/4.x c_info whose EC
+    blobs do not say how many epochs they run) and theirs can (the report's table)."""
+    if "total" in mine or "total" not in theirs:
+        return mine
+    merged = dict(theirs)
+    if "ec_blobs" in mine:
+        merged.setdefault("ec_blobs", mine["ec_blobs"])
+    return merged
 
 
 def merge(results: list[Result]) -> Result:
@@ -266,7 +331,11 @@ def merge(results: list[Result]) -> Result:
                 continue
             if key not in base:
                 base[key] = value
-            elif key in ("memory", "tool", "model", "validation") and isinstance(value, dict):
+            elif key == "memory" and isinstance(value, dict):
+                base[key] = _merge_memory(base[key], value)
+            elif key == "epochs" and isinstance(value, dict):
+                base[key] = _merge_epochs(base[key], value)
+            elif key in ("tool", "model", "validation", "run") and isinstance(value, dict):
                 merged = dict(base[key])
                 for sub, sub_value in value.items():
                     merged.setdefault(sub, sub_value)

@@ -7,29 +7,34 @@ Epoch tables come in two shapes: the 2.x list (``epoch 2  -SW-  ( QuantizeLinear
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
-from .common import parse_size
+from .figures import parse_size_precise
 
+# "npuRAM5 [0x342E0000 - 0x34350000]: 240.000 kB / 448.000 kB ( 53.57 % used) -- weights: 0 B
+# ( 0.00 % used)  activations: 240.000 kB ( 53.57 % used)". Negated classes, no lazy groups:
+# a near-miss line costs one pass.
 _POOL = re.compile(
-    r"^\s*(\S+)\s+\[0x[0-9A-Fa-f]+\s*-\s*0x[0-9A-Fa-f]+\]:\s*(.+?)\s*/\s*(.+?)\s*\(\s*[\d.]+\s*%\s*used\)"
-    r"\s*--\s*weights:\s*(.+?)\s*\(.*?\)\s*activations:\s*(.+?)\s*\("
+    r"^\s*(\S+)\s+\[0x[0-9A-Fa-f]+\s*-\s*0x[0-9A-Fa-f]+\]:([^/]*)/([^(]*)\([^)]*used\)"
+    r"\s*--\s*weights:([^(]*)\([^)]*\)\s*activations:([^(]*)\("
 )
-_TOTAL = re.compile(r"^\s*Total:\s*(.+?)\s*--\s*weights:\s*(.+?)\s+activations:\s*(.+?)\s*$")
 
 _V2_TOTAL = re.compile(
-    r"Total number of epochs:\s*(\d+)\s+of which\s+(\d+)\s+implemented in software"
+    r"Total number of epochs:\s*(\d{1,9})\s+of which\s+(\d{1,9})\s+implemented in software"
 )
-_V2_LINE = re.compile(r"^\s*epoch\s+(\d+)\s+(HW|EC|-SW-|\?\?)(?:\s+\(\s*(.*?)\s*\))?\s*$")
-_V3_TOTAL = re.compile(r"^\s*Total number of epochs\s+(\d+)\s*$")
-_V3_SW = re.compile(r"pure software \(SW\) epochs\s+(\d+)")
-_V3_HYBRID = re.compile(r"hybrid epochs \(using both software and hardware\)\s+(\d+)")
+_V2_LINE = re.compile(r"^\s*epoch\s+(\d{1,9})\s+(HW|EC|-SW-|\?\?)(?:\s+\(([^)]*)\))?\s*$")
+_V3_TOTAL = re.compile(r"^\s*Total number of epochs\s+(\d{1,9})\s*$")
+_V3_SW = re.compile(r"pure software \(SW\) epochs\s+(\d{1,9})")
+_V3_HYBRID = re.compile(r"hybrid epochs \(using both software and hardware\)\s+(\d{1,9})")
 _V3_HW = re.compile(
-    r"pure hardware \(HW or EC\) epochs\s+(\d+)(?:\s*\(implemented in (\d+) epoch controller)?"
+    r"pure hardware \(HW or EC\) epochs\s+(\d{1,9})"
+    r"(?:\s*\(implemented in (\d{1,9}) epoch controller)?"
 )
+# "| epoch_56 | SW | Softmax |", "| epochs 1 -> 51 | EC | |", "| <no executed epochs> | EC | |"
 _V3_ROW = re.compile(
-    r"^\s*\|\s*(epoch_(\d+)|epochs\s+(\d+)\s*->\s*(\d+)|<[^>]*>)\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$"
+    r"^\s*\|\s*(epoch_(\d{1,9})|epochs\s+(\d{1,9})\s*->\s*(\d{1,9})|<[^>|]*>)\s*\|([^|]*)\|([^|]*)\|\s*$"
 )
 
 _KINDS = {
@@ -44,36 +49,58 @@ _KINDS = {
 
 
 def parse_memory_usage(lines: list[str]) -> dict[str, Any]:
-    """Read ``Memory usage information``: pools and the weights/activations totals."""
+    """Read ``Memory usage information``: the pools, and weights/activations twice over.
+
+    Every figure there is printed rounded (``240.000 kB``, ``1.262 MB``). Returned:
+    ``pools`` (each with ``precision_bytes`` when rounded), ``total`` (the ``Total:`` line)
+    and ``pool_sums`` (the pools added up), each as ``{key: (bytes, error_bytes)}``: the
+    sum of kB-rounded pools is often closer than an MB-rounded total.
+    """
     pools: list[dict[str, Any]] = []
-    totals: dict[str, Any] = {}
+    total: dict[str, tuple[int, float]] = {}
+    sums = {"weights_bytes": [0, 0.0], "activations_bytes": [0, 0.0]}
     for line in lines:
         match = _POOL.match(line)
         if match:
-            name, used, size, weights, activations = match.groups()
-            pool: dict[str, Any] = {"name": name}
-            for key, text in (
-                ("size_bytes", size),
-                ("used_bytes", used),
-                ("weights_bytes", weights),
-                ("activations_bytes", activations),
-            ):
-                value = parse_size(text)
-                if value is not None:
-                    pool[key] = value
-            pools.append(pool)
+            pools.append(_pool(match, sums))
             continue
-        total = _TOTAL.match(line)
-        if total:
-            weights = parse_size(total.group(2))
-            activations = parse_size(total.group(3))
-            if weights is not None:
-                totals["weights_bytes"] = weights
-            if activations is not None:
-                totals["activations_bytes"] = activations
+        stripped = line.strip()
+        if stripped.startswith("Total:") and "weights:" in stripped:
+            _, _, rest = stripped.partition("weights:")
+            weights, _, activations = rest.partition("activations:")
+            for key, text in (("weights_bytes", weights), ("activations_bytes", activations)):
+                parsed = parse_size_precise(text)
+                if parsed is not None:
+                    total[key] = parsed
+    out: dict[str, Any] = {"total": total}
     if pools:
-        totals["pools"] = pools
-    return totals
+        out["pools"] = pools
+        out["pool_sums"] = {k: (int(v[0]), float(v[1])) for k, v in sums.items()}
+    return out
+
+
+def _pool(match: re.Match[str], sums: dict[str, list[Any]]) -> dict[str, Any]:
+    name, used, size, weights, activations = match.groups()
+    pool: dict[str, Any] = {"name": name}
+    error = 0.0
+    for key, text in (
+        ("size_bytes", size),
+        ("used_bytes", used),
+        ("weights_bytes", weights),
+        ("activations_bytes", activations),
+    ):
+        parsed = parse_size_precise(text)
+        if parsed is None:
+            continue
+        pool[key] = parsed[0]
+        if key in sums:
+            sums[key][0] += parsed[0]
+            sums[key][1] += parsed[1]
+        if key != "size_bytes":
+            error = max(error, parsed[1])
+    if error:
+        pool["precision_bytes"] = math.ceil(error)
+    return pool
 
 
 def parse_epochs(lines: list[str]) -> dict[str, Any] | None:
@@ -89,7 +116,8 @@ def parse_epochs(lines: list[str]) -> dict[str, Any] | None:
         match = _V2_LINE.match(line)
         if match:
             kind = _KINDS[match.group(2)]
-            ops = [match.group(3)] if match.group(3) else []
+            op = (match.group(3) or "").strip()
+            ops = [op] if op else []
             listing.append({"id": int(match.group(1)), "kind": kind, "ops": ops})
             continue
         match = _V3_TOTAL.match(line)
@@ -107,7 +135,7 @@ def parse_epochs(lines: list[str]) -> dict[str, Any] | None:
                 ec_blobs = int(found.group(2))
             continue
         row = _V3_ROW.match(line)
-        if row and row.group(1) != "epoch ID":
+        if row:
             entry = _boxed_row(row)
             if entry is not None:
                 listing.append(entry)
@@ -168,6 +196,8 @@ def _epoch_counts(
                 out["hw"], out["ec"] = 0, rest
             elif by_kind["hw"] and not by_kind["ec"]:
                 out["hw"], out["ec"] = rest, 0
+    if ec_blobs is not None:
+        out["ec_blobs"] = ec_blobs
     out["list"] = listing
     return out
 
@@ -178,9 +208,12 @@ def software_ops(epochs: dict[str, Any]) -> list[str]:
     4.x details read ``Sub(float)``; the type is ``Sub`` (the epoch list keeps the detail).
     """
     ops = {
-        re.sub(r"\s*\(.*\)$", "", op)
-        for e in epochs.get("list", [])
-        if e["kind"] in ("sw", "hybrid")
-        for op in e["ops"]
+        _op_type(op) for e in epochs.get("list", []) if e["kind"] in ("sw", "hybrid") for op in e["ops"]
     }
     return sorted(op for op in ops if op)
+
+
+def _op_type(detail: str) -> str:
+    if detail.endswith(")") and "(" in detail:
+        return detail[: detail.index("(")].rstrip()
+    return detail

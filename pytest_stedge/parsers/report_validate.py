@@ -9,45 +9,36 @@ from .common import parse_float
 
 _METRICS = ("acc", "rmse", "mae", "l2r", "mean", "std", "snr", "nse", "cos")
 _MODE = re.compile(r"\(AI RUNNER\).*?mode=(\w+)", re.IGNORECASE)
-_SAMPLES = re.compile(r"^\s*(?:nb sample\(s\)\s*:\s*(\d+)|Results for (\d+) inference\(s\))")
-_DURATION = re.compile(r"^\s*duration\s*:\s*([\d.]+)\s*ms")
-_DEVICE = re.compile(r"^\s*(?:device(?:\.desc)?)\s*:\s*(.+?)\s*$")
+_SAMPLES = re.compile(
+    r"^\s*(?:nb sample\(s\)\s*:\s*(\d{1,12})|Results for (\d{1,12}) inference\(s\))"
+)
+_DURATION = re.compile(r"^\s*duration\s*:\s*([\d.]{1,40})\s*ms")
+_DEVICE = re.compile(r"^\s*device(?:\.desc)?\s*:(.*)$")
 _ROW_LABEL = re.compile(
     r"^(.*?(?:c-model|original model|X-cross|reference)\s*#\s*\d+)", re.IGNORECASE
 )
 
 
-def parse_validation(lines: list[str]) -> dict[str, Any]:
-    """Read mode, device, samples, duration and the ``Evaluation report (summary)`` table."""
+# Words that start a line _profiling reads: found in the whole text, so that only those
+# lines are looked at.
+_PROFILING_WORDS = ("RUNNER", "runner", "nb sample", "Results for", "duration", "device")
+_TABLE = "Evaluation report (summary)"
+
+
+def parse_validation(lines: list[str], text: str | None = None) -> dict[str, Any]:
+    """Read mode, device, samples, duration and the ``Evaluation report (summary)`` table.
+
+    :param text: ``"\\n".join(lines)`` when the caller has it (saves joining again).
+    """
+    if text is None:
+        text = "\n".join(lines)
     validation: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    columns: list[str] | None = None
-    in_table = False
-    for line in lines:
-        stripped = line.strip()
-        if not in_table:
-            if stripped.startswith("Evaluation report (summary)"):
-                in_table, columns = True, None
-                continue
-            _profiling(line, validation)
-            continue
-        if not stripped or stripped.startswith("---"):
-            if columns is not None and rows and not stripped:
-                in_table = False
-            continue
-        if columns is None:
-            words = stripped.split()
-            if words and words[0] == "Output":
-                columns = words[1:]
-                continue
-            if stripped.startswith("NOT EVALUATED"):
-                in_table = False
-            continue
-        row = _row(stripped, columns)
-        if row is None:
-            in_table = False
-            continue
-        rows.append(row)
+    tables = _tables(text)
+    for line in _profiling_lines(text, [(start, stop) for start, stop, _ in tables]):
+        _profiling(line, validation)
+    for _, _, table_rows in tables:
+        rows += table_rows
     if rows:
         outputs = [_output(r) for r in rows if r["desc"].lower().startswith("x-cross")]
         if not outputs:
@@ -55,6 +46,68 @@ def parse_validation(lines: list[str]) -> dict[str, Any]:
         validation["outputs"] = outputs
         validation["rows"] = rows
     return validation
+
+
+def _line_at(text: str, at: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return start, len(text) if end < 0 else end
+
+
+def _tables(text: str) -> list[tuple[int, int, list[dict[str, Any]]]]:
+    """Each evaluation table: (offset of its title line, offset after its last line, rows)."""
+    tables: list[tuple[int, int, list[dict[str, Any]]]] = []
+    at = text.find(_TABLE)
+    while at >= 0:
+        start, end = _line_at(text, at)
+        if text[start:end].strip().startswith(_TABLE):
+            used, rows = _table(text[end + 1 :].split("\n"))
+            stop = min(len(text), end + 1 + sum(len(line) + 1 for line in used))
+            tables.append((start, stop, rows))
+            end = stop
+        at = text.find(_TABLE, end)
+    return tables
+
+
+def _profiling_lines(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The lines holding a profiling word, in text order, outside the evaluation tables."""
+    found: dict[int, int] = {}
+    for word in _PROFILING_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            start, end = _line_at(text, at)
+            found[start] = end
+            at = text.find(word, end)
+    return [
+        text[start : found[start]]
+        for start in sorted(found)
+        if not any(lo <= start < hi for lo, hi in spans)
+    ]
+
+
+def _table(lines: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The lines one evaluation table spans (after its title) and its rows."""
+    rows: list[dict[str, Any]] = []
+    columns: list[str] | None = None
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("---"):
+            if columns is not None and rows and not stripped:
+                return lines[: index + 1], rows
+            continue
+        if columns is None:
+            words = stripped.split()
+            if words and words[0] == "Output":
+                columns = words[1:]
+                continue
+            if stripped.startswith("NOT EVALUATED"):
+                return lines[: index + 1], rows
+            continue
+        row = _row(stripped, columns)
+        if row is None:
+            return lines[: index + 1], rows
+        rows.append(row)
+    return lines, rows
 
 
 def _profiling(line: str, validation: dict[str, Any]) -> None:
@@ -74,8 +127,8 @@ def _profiling(line: str, validation: dict[str, Any]) -> None:
             validation["duration_ms"] = value
         return
     match = _DEVICE.match(line)
-    if match and "device" not in validation:
-        validation["device"] = match.group(1)
+    if match and "device" not in validation and match.group(1).strip():
+        validation["device"] = match.group(1).strip()
 
 
 def _row(text: str, columns: list[str]) -> dict[str, Any] | None:

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+
+from pytest_stedge.report.visible import escape_visible as escape
 
 # Okabe-Ito based: distinguishable with the common colour-vision deficiencies.
 PALETTE: dict[str, str] = {
@@ -41,6 +43,7 @@ PALETTE: dict[str, str] = {
     "improved": "#2E7D32",
     "newly failing": "#8E0000",
     "fixed": "#1565C0",
+    "changed": "#6A1B9A",
     "not comparable": "#6D6D6D",
     "unchanged": "#BDBDBD",
     # bug x version statuses

@@ -27,7 +27,7 @@ class DiffRow:
     new: float | None = field(default=None, metadata=_h("value in the head version"))
     delta: float | None = field(default=None, metadata=_h("new - old, in the metric's unit"))
     delta_pct: float | None = field(default=None, metadata=_h("delta as a percentage of old"))
-    kind: str = field(default="", metadata=_h("regressed, improved, newly failing, fixed, not comparable or unchanged"))
+    kind: str = field(default="", metadata=_h("regressed, improved, newly failing, fixed, changed (no better direction), not comparable or unchanged"))
     band: str = field(default="", metadata=_h("the band the change was judged against"))
     beyond_band: bool = field(default=False, metadata=_h("the change exceeds the band"))
     note: str = field(default="", metadata=_h("why not comparable, or which expectation flipped"))

@@ -3,8 +3,10 @@
 Pages are rendered on the server into self-contained files (CSS inlined, charts as
 inline SVG, no network, no external fonts); a Content-Security-Policy in each page
 forbids any fetch and allows only the one small table-sorting script, by its hash.
-Every name that comes from models and case files is untrusted: autoescape is on and
-StrictUndefined turns a template typo into an error instead of an empty cell.
+Every name that comes from models and case files is untrusted: autoescape is on, every
+printed string shows its bidi controls and invisible characters as escapes
+(:func:`pytest_stedge.report.visible.visible`), and StrictUndefined turns a template typo into an
+error instead of an empty cell.
 
 The pages themselves are written by :mod:`pytest_stedge.report` (its entry points).
 """
@@ -31,6 +33,8 @@ def environment() -> Environment:
     """The one Jinja2 environment of pytest-stedge (filters registered here)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
+    from pytest_stedge.report.visible import finalize
+
     env = Environment(
         loader=PackageLoader("pytest_stedge.report"),
         autoescape=True,
@@ -38,6 +42,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         auto_reload=False,  # templates ship with the package: no stat() per page rendered
+        finalize=finalize,  # every printed string shows its bidi and invisible characters
     )
     env.filters.update(
         num=fmt_num,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 
 from pytest_stedge.diff import _RANK, ChangeKind, DiffReport, MetricChange
+from pytest_stedge.report.visible import visible
 
 
 def fmt_number(metric: str, value: float | None) -> str:
     """A metric value for a table: thousands separators for whole numbers."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if math.isinf(value):
+    if math.isinf(value):  # snr=inf: the tool's figure for identical outputs
         return "inf" if value > 0 else "-inf"
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
@@ -54,7 +55,7 @@ def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
         if not shown:
             continue
         lines.append("")
-        lines.append(f"{key[0]} [{key[1]}]" + (f"  ({quiet} unchanged)" if quiet else ""))
+        lines.append(visible(f"{key[0]} [{key[1]}]") + (f"  ({quiet} unchanged)" if quiet else ""))
         rows = [header] + [
             (
                 c.metric,
@@ -62,7 +63,7 @@ def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
                 fmt_number(c.metric, c.new),
                 fmt_delta(c),
                 c.kind.value.upper() if c.kind is ChangeKind.REGRESSED else c.kind.value,
-                c.band + (f"  {c.note}" if c.note else ""),
+                c.band + (f"  {visible(c.note)}" if c.note else ""),
             )
             for c in shown
         ]
@@ -85,5 +86,5 @@ def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
     ):
         if pairs:
             lines.append("")
-            lines.append(f"{label}: " + ", ".join(f"{c} [{s}]" for c, s in pairs))
+            lines.append(visible(f"{label}: " + ", ".join(f"{c} [{s}]" for c, s in pairs)))
     return "\n".join(lines)

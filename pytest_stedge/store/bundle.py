@@ -17,6 +17,7 @@ from typing import Any
 from pytest_stedge import __version__
 from pytest_stedge.errors import StoreError, StoreVersionError
 
+from .connection import quote_literal
 from .database import Store
 from .migrations import MIGRATIONS
 
@@ -30,6 +31,11 @@ def export_bundle(store: Store, out: Path, run_ids: Sequence[int] | None = None)
 
     :returns: the manifest written.
     """
+    with store.attached():
+        return _export(store, out, run_ids)
+
+
+def _export(store: Store, out: Path, run_ids: Sequence[int] | None) -> dict[str, Any]:
     known = [int(r[0]) for r in store.db.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
     wanted = sorted(set(run_ids)) if run_ids else known
     missing = [r for r in wanted if r not in known]
@@ -76,7 +82,7 @@ def _copy_out(store: Store, sql: str, path: Path) -> int:
 
 def _quote(path: Path) -> str:
     # COPY takes a literal file name, not a parameter: escape the quote character.
-    return str(path).replace("'", "''")
+    return quote_literal(str(path))[1:-1]
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

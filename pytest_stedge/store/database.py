@@ -1,147 +1,52 @@
-"""The DuckDB results store: every SQL statement of pytest-stedge outside migrations.
+"""The results store: every SQL statement of pytest-stedge outside migrations.
 
-One process writes a store at a time (DuckDB's rule): under pytest-xdist only the
-controller opens it, and a second session on the same file waits briefly, then
-fails with a message that says who holds it.
+A :class:`Store` holds the file only for the statements of one call (see
+:mod:`.connection`): a session writing its rows and readers of the same file take
+turns, and a store opened read-only (``Store.open(path, read_only=True)``, what every
+command that only reads uses) can be read from a read-only file or disk. Rows go in
+column-wise (:mod:`.bulk`): one statement per table whatever the number of rows.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
-import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from pytest_stedge import __version__
-from pytest_stedge.errors import StoreBusyError, StoreError, StoreVersionError
+from pytest_stedge.errors import StoreError
 from pytest_stedge.result import METRICS
 
-from .migrations import MIGRATIONS
+from .bulk import frames, insert_rows
+from .connection import DEFAULT_WAIT_S, MEMORY, StoreConnection
 from .rows import ItemRow
 
-__all__ = ["DEFAULT_PATH", "ItemRow", "Store"]
+__all__ = ["DEFAULT_PATH", "DEFAULT_WAIT_S", "MEMORY", "ItemRow", "Store"]
 
 DEFAULT_PATH = Path(".stedge") / "results.duckdb"
-DEFAULT_WAIT_S = 5.0
-_CHUNK_ROWS = 2000
+
+CASE_COLUMNS = ("case_name", "model_sha256", "options_hash", "case_path", "model_path",
+                "target", "description")
+ITEM_COLUMNS = ("run_id", "nodeid", "case_name", "stage", "version", "model_sha256",
+                "options_hash", "outcome", "recorded", "duration_s", "tool_seconds", "message",
+                "result", "finished_at")
+FINDING_COLUMNS = ("run_id", "nodeid", "case_name", "stage", "version", "bug_id", "status",
+                   "evidence")
+METRIC_COLUMNS = ("run_id", "nodeid", "case_name", "stage", "version", "metric", "value", "unit")
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class Store:
-    """A results store opened for reading and writing."""
-
-    def __init__(self, db: duckdb.DuckDBPyConnection, path: str) -> None:
-        self.db = db
-        self.path = path
-
-    # -- opening -----------------------------------------------------------------
-
-    @classmethod
-    def open(
-        cls, path: Path | str, *, create: bool = True, wait_s: float = DEFAULT_WAIT_S
-    ) -> Store:
-        """Open (and migrate) the store at ``path``; ``":memory:"`` is a valid store.
-
-        :param create: create the file when it does not exist (else :class:`StoreError`).
-        :param wait_s: how long to wait for another process to release the file.
-        """
-        name = str(path)
-        if name != ":memory:":
-            file = Path(name)
-            if not file.exists():
-                if not create:
-                    raise StoreError(
-                        f"no store at {file}: run `pytest corpus` first, or pass --db PATH"
-                    )
-                file.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                db = duckdb.connect(name)
-                break
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
-                    raise StoreError(f"cannot open store {name}: {exc}") from None
-                if time.monotonic() >= deadline:
-                    raise StoreBusyError(
-                        f"store {name} is in use by another pytest-stedge session "
-                        f"(waited {wait_s:g} s): {_lock_holder(exc)}. Wait for it to finish, "
-                        "or give this session its own store with --stedge-db PATH."
-                    ) from None
-                time.sleep(0.1)
-            except duckdb.Error as exc:
-                raise StoreError(f"cannot open store {name}: {exc}") from None
-        store = cls(db, name)
-        try:
-            store._migrate()
-        except BaseException:
-            db.close()
-            raise
-        return store
-
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
-        try:
-            self.db.close()
-        except duckdb.Error:  # pragma: no cover
-            pass
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _migrate(self) -> None:
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS _stedge_migrations "
-            "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
-        )
-        applied = {row[0] for row in self.db.execute("SELECT name FROM _stedge_migrations").fetchall()}
-        known = {m.name for m in MIGRATIONS}
-        unknown = sorted(applied - known)
-        if unknown:
-            raise StoreVersionError(
-                f"{self.path} was written by a newer pytest-stedge (unknown migrations: "
-                f"{', '.join(unknown)}). Upgrade pytest-stedge to read it "
-                f"(this is {__version__})."
-            )
-        for step in MIGRATIONS:
-            if step.name in applied:
-                continue
-            with self.transaction():
-                step.apply(self.db)
-                self.db.execute(
-                    "INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()]
-                )
-
-    def applied_migrations(self) -> list[tuple[str, datetime]]:
-        """Migrations applied to this store, in order."""
-        rows = self.db.execute(
-            "SELECT name, applied_at FROM _stedge_migrations ORDER BY name"
-        ).fetchall()
-        return [(str(r[0]), r[1]) for r in rows]
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Run the block in one transaction, rolled back on error."""
-        self.db.execute("BEGIN TRANSACTION")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+class Store(StoreConnection):
+    """A results store: a DuckDB file (or ``":memory:"``), opened with :meth:`open` for
+    writing or, with ``read_only=True``, for reading."""
 
     # -- runs ----------------------------------------------------------------------
 
@@ -152,18 +57,26 @@ class Store:
         versions: Sequence[str] = (),
         baseline: str | None = None,
         host: str | None = None,
+        run_uuid: str | None = None,
+        status: str = "running",
+        started_at: datetime | None = None,
     ) -> int:
-        """Record a new run as ``running`` and return its id."""
+        """Record a new run (``running`` unless told) and return its id.
+
+        :param run_uuid: the run's identity across stores (default: a new one); a journal
+            merged later finds its run by it.
+        """
         with self.transaction():
             row = self.db.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()
             run_id = int(row[0]) if row else 1
             self.db.execute(
                 "INSERT INTO runs (run_id, run_uuid, started_at, status, host, argv, versions,"
-                " baseline, plugin_version) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                " baseline, plugin_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     run_id,
-                    uuid.uuid4().hex,
-                    _now(),
+                    run_uuid or uuid.uuid4().hex,
+                    started_at or _now(),
+                    status,
                     host or socket.gethostname(),
                     json.dumps(list(argv)),
                     json.dumps(list(versions)),
@@ -173,110 +86,138 @@ class Store:
             )
         return run_id
 
-    def finish_run(self, run_id: int, *, status: str, exitstatus: int | None) -> None:
-        """Mark a run finished with ``status`` (passed, failed, interrupted, error)."""
-        self.db.execute(
-            "UPDATE runs SET finished_at = ?, status = ?, exitstatus = ? WHERE run_id = ?",
-            [_now(), status, exitstatus, run_id],
+    def run_id_of(self, run_uuid: str) -> int | None:
+        """The local id of the run ``run_uuid``, if this store has it."""
+        rows = self._rows("SELECT run_id FROM runs WHERE run_uuid = ?", [run_uuid])
+        return int(rows[0][0]) if rows else None
+
+    def run_uuid_of(self, run_id: int) -> str:
+        """The uuid of run ``run_id`` (raises StoreError if there is no such run)."""
+        rows = self._rows("SELECT run_uuid FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise self._no_run(run_id)
+        return str(rows[0][0])
+
+    def _no_run(self, run_id: int) -> StoreError:
+        known = [str(r[0]) for r in self._rows("SELECT run_id FROM runs ORDER BY run_id")]
+        return StoreError(
+            f"no run {run_id} in {self.path}; stored runs: {', '.join(known) or 'none'}"
         )
+
+    def finish_run(self, run_id: int, *, status: str, exitstatus: int | None) -> None:
+        """Mark a run finished with ``status`` (passed, failed, interrupted, killed, error)."""
+        with self.attached(write=True) as db:
+            db.execute(
+                "UPDATE runs SET finished_at = ?, status = ?, exitstatus = ? WHERE run_id = ?",
+                [_now(), status, exitstatus, run_id],
+            )
 
     def set_run_versions(self, run_id: int, versions: Sequence[str]) -> None:
         """Record which toolchain versions the run used."""
-        self.db.execute(
-            "UPDATE runs SET versions = ? WHERE run_id = ?", [json.dumps(list(versions)), run_id]
-        )
+        with self.attached(write=True) as db:
+            db.execute(
+                "UPDATE runs SET versions = ? WHERE run_id = ?",
+                [json.dumps(list(versions)), run_id],
+            )
 
-    def add_items(self, run_id: int, rows: Iterable[ItemRow]) -> None:
+    def add_items(self, run_id: int, rows: Iterable[ItemRow], *, replace: bool = True) -> None:
         """Store finished items with their Result, long-form metrics and findings.
 
-        One transaction, and one multi-row statement per table: DuckDB is built for bulk
-        writes, and a statement per row costs milliseconds.
+        One transaction, one column-wise insert per table (see :mod:`.bulk`).
+
+        :param replace: an item already stored under the same (run, node id) is replaced;
+            with False it is kept and the new row dropped (merging a journal twice).
         """
         rows = list(rows)
         if not rows:
             return
         now = _now()
         cases = {
-            (r.case_name, r.model_sha256, r.options_hash): [
-                r.case_name,
-                r.model_sha256,
-                r.options_hash,
-                r.case.get("case_path"),
-                r.case.get("model_path"),
-                r.case.get("target"),
-                r.case.get("description"),
-            ]
+            (r.case_name, r.model_sha256, r.options_hash): (
+                r.case_name, r.model_sha256, r.options_hash, r.case.get("case_path"),
+                r.case.get("model_path"), r.case.get("target"), r.case.get("description"),
+            )
             for r in rows
             if r.case and r.model_sha256 and r.options_hash
         }
         items = [
-            [
-                run_id,
-                r.nodeid,
-                r.case_name,
-                r.stage,
-                r.version,
-                r.model_sha256,
-                r.options_hash,
-                r.outcome,
-                r.recorded,
-                r.duration_s,
-                r.tool_seconds,
-                r.message,
-                None if r.result is None else json.dumps(r.result, default=str),
-                now,
-            ]
+            (
+                run_id, r.nodeid, r.case_name, r.stage, r.version, r.model_sha256,
+                r.options_hash, r.outcome, r.recorded, r.duration_s, r.tool_seconds, r.message,
+                None if r.result is None else json.dumps(r.result, default=str), now,
+            )
             for r in rows
         ]
         findings = [
-            [
-                run_id,
-                r.nodeid,
-                r.case_name,
-                r.stage,
-                r.version,
-                f["bug_id"],
-                f["status"],
+            (
+                run_id, r.nodeid, r.case_name, r.stage, r.version, f["bug_id"], f["status"],
                 json.dumps(f.get("evidence"), default=str),
-            ]
+            )
             for r in rows
             for f in r.findings
         ]
-        metrics = [
-            [
-                run_id,
-                r.nodeid,
-                r.case_name,
-                r.stage,
-                r.version,
-                name,
-                value,
-                METRICS[name].unit if name in METRICS else None,
-            ]
-            for r in rows
-            for name, value in sorted(r.metrics.items())
-        ]
+        # Metrics are most of the rows: sent as numbers (item index, metric index, value)
+        # and joined in SQL with the items' keys and the metric names, so DuckDB never
+        # converts the same strings a hundred thousand times.
+        names: dict[str, int] = {}
+        metric_item: list[int] = []
+        metric_name: list[int] = []
+        metric_value: list[float] = []
+        for index, r in enumerate(rows):
+            for name, value in r.metrics.items():
+                metric_item.append(index)
+                metric_name.append(names.setdefault(name, len(names)))
+                metric_value.append(float(value))
+        conflict = "replace" if replace else "ignore"
         with self.transaction():
-            if cases:
-                self._insert_many("cases", list(cases.values()), conflict="DO NOTHING")
-            self._insert_many("items", items)
-            if findings:
-                self._insert_many("findings", findings)
-            if metrics:
-                self._insert_many("metrics", metrics)
+            insert_rows(self.db, "cases", CASE_COLUMNS, list(cases.values()), on_conflict="ignore")
+            if not replace:  # keep what is stored: drop the new rows of stored items
+                stored = self.item_nodeids(run_id)
+                keep = [i for i, r in enumerate(rows) if r.nodeid not in stored]
+                items = [items[i] for i in keep]
+                findings = [f for f in findings if f[1] not in stored]
+                kept = set(keep)
+                triples = [t for t in zip(metric_item, metric_name, metric_value) if t[0] in kept]
+                metric_item = [t[0] for t in triples]
+                metric_name = [t[1] for t in triples]
+                metric_value = [t[2] for t in triples]
+            insert_rows(self.db, "items", ITEM_COLUMNS, items, on_conflict=conflict)
+            insert_rows(self.db, "findings", FINDING_COLUMNS, findings, on_conflict=conflict)
+            if metric_item:
+                self._insert_metrics(run_id, rows, names, metric_item, metric_name, metric_value,
+                                     conflict)
 
-    def _insert_many(
-        self, table: str, rows: list[list[Any]], *, conflict: str = "DO UPDATE"
+    def _insert_metrics(
+        self, run_id: int, rows: list[ItemRow], names: dict[str, int], item: list[int],
+        name: list[int], value: list[float], conflict: str,
     ) -> None:
-        """Insert ``rows`` in chunks of multi-row statements (executemany costs a round trip
-        per row). ``table`` is one of ours, never user input."""
-        width = len(rows[0])
-        verb = "INSERT OR REPLACE INTO" if conflict == "DO UPDATE" else "INSERT OR IGNORE INTO"
-        for start in range(0, len(rows), _CHUNK_ROWS):
-            chunk = rows[start : start + _CHUNK_ROWS]
-            values = ", ".join(["(" + ", ".join("?" * width) + ")"] * len(chunk))
-            params = [value for row in chunk for value in row]
-            self.db.execute(f"{verb} {table} VALUES {values}", params)
+        keys: dict[str, Sequence[Any]] = {
+            "item": list(range(len(rows))),
+            "nodeid": [r.nodeid for r in rows],
+            "case_name": [r.case_name for r in rows],
+            "stage": [r.stage for r in rows],
+            "version": [r.version for r in rows],
+        }
+        ordered = sorted(names, key=names.__getitem__)
+        metric_names: dict[str, Sequence[Any]] = {
+            "id": list(range(len(ordered))),
+            "metric": ordered,
+            "unit": [METRICS[n].unit if n in METRICS else None for n in ordered],
+        }
+        verb = "INSERT OR REPLACE INTO" if conflict == "replace" else "INSERT OR IGNORE INTO"
+        with frames(self.db, _stedge_keys=keys, _stedge_names=metric_names,
+                    _stedge_values={"item": item, "name": name, "value": value}):
+            self.db.execute(
+                f"{verb} metrics (run_id, nodeid, case_name, stage, version, metric, value, unit) "
+                "SELECT ?, k.nodeid, k.case_name, k.stage, k.version, n.metric, v.value, n.unit "
+                "FROM _stedge_values v JOIN _stedge_keys k ON v.item = k.item "
+                "JOIN _stedge_names n ON v.name = n.id",
+                [run_id],
+            )
+
+    def item_nodeids(self, run_id: int) -> set[str]:
+        """Node ids of the items stored for ``run_id``."""
+        return {str(r[0]) for r in self._rows("SELECT nodeid FROM items WHERE run_id = ?", [run_id])}
 
     def list_runs(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, with their item counts by outcome."""
@@ -295,22 +236,19 @@ class Store:
 
     def get_run(self, run_id: int) -> dict[str, Any]:
         """One run with its items (Result JSON parsed) and their metrics."""
-        runs = self._dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
-        if not runs:
-            known = [r["run_id"] for r in self._dicts("SELECT run_id FROM runs ORDER BY run_id")]
-            raise StoreError(
-                f"no run {run_id} in {self.path}; stored runs: "
-                f"{', '.join(map(str, known)) or 'none'}"
+        with self.attached():
+            runs = self._dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
+            if not runs:
+                raise self._no_run(run_id)
+            items = self._dicts(
+                "SELECT * FROM items WHERE run_id = ? ORDER BY case_name, stage, version, nodeid",
+                [run_id],
+            )
+            metrics = self._dicts(
+                "SELECT nodeid, metric, value, unit FROM metrics WHERE run_id = ? ORDER BY metric",
+                [run_id],
             )
         run = self._run_dict(runs[0])
-        items = self._dicts(
-            "SELECT * FROM items WHERE run_id = ? ORDER BY case_name, stage, version, nodeid",
-            [run_id],
-        )
-        metrics = self._dicts(
-            "SELECT nodeid, metric, value, unit FROM metrics WHERE run_id = ? ORDER BY metric",
-            [run_id],
-        )
         by_node: dict[str, dict[str, float]] = {}
         for m in metrics:
             by_node.setdefault(m["nodeid"], {})[m["metric"]] = m["value"]
@@ -323,14 +261,15 @@ class Store:
 
     def latest_run_id(self) -> int | None:
         """Id of the newest run, if any."""
-        row = self.db.execute("SELECT max(run_id) FROM runs").fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        rows = self._rows("SELECT max(run_id) FROM runs")
+        return None if not rows or rows[0][0] is None else int(rows[0][0])
 
     def versions(self) -> list[str]:
-        """Toolchain versions that have stored results."""
-        rows = self.db.execute(
-            "SELECT DISTINCT version FROM items WHERE version IS NOT NULL ORDER BY version"
-        ).fetchall()
+        """Toolchain versions that have stored results (skipped items are no result)."""
+        rows = self._rows(
+            "SELECT DISTINCT version FROM items WHERE version IS NOT NULL "
+            "AND outcome <> 'skipped' ORDER BY version"
+        )
         return [str(r[0]) for r in rows]
 
     def metric_rows(
@@ -367,22 +306,21 @@ class Store:
 
     def latest_item(self, case_name: str, stage: str, version: str) -> dict[str, Any] | None:
         """The newest stored item (Result parsed, metrics attached) of a case/stage/version."""
-        rows = self._dicts(
-            "SELECT * FROM items WHERE case_name = ? AND stage = ? AND version = ? "
-            "AND outcome NOT IN ('skipped') ORDER BY run_id DESC LIMIT 1",
-            [case_name, stage, version],
-        )
-        if not rows:
-            return None
-        item = rows[0]
-        item["result"] = json.loads(item["result"]) if item["result"] else None
-        item["metrics"] = {
-            r["metric"]: r["value"]
-            for r in self._dicts(
+        with self.attached():
+            rows = self._dicts(
+                "SELECT * FROM items WHERE case_name = ? AND stage = ? AND version = ? "
+                "AND outcome NOT IN ('skipped') ORDER BY run_id DESC LIMIT 1",
+                [case_name, stage, version],
+            )
+            if not rows:
+                return None
+            item = rows[0]
+            metrics = self._dicts(
                 "SELECT metric, value FROM metrics WHERE run_id = ? AND nodeid = ?",
                 [item["run_id"], item["nodeid"]],
             )
-        }
+        item["result"] = json.loads(item["result"]) if item["result"] else None
+        item["metrics"] = {r["metric"]: r["value"] for r in metrics}
         return item
 
     def findings(self, *, bug_id: str | None = None) -> list[dict[str, Any]]:
@@ -409,25 +347,46 @@ class Store:
         source: str,
         model_sha256: str | None = None,
         options_hash: str | None = None,
+        run_id: int | None = None,
+        comparable: bool = True,
+        note: str | None = None,
+        replace: bool = False,
     ) -> None:
-        """Store (or replace) the recorded Result of ``case_name``/``stage`` for ``version``."""
+        """Store the recorded Result of ``case_name``/``stage`` for ``version``.
+
+        :param run_id: the run that records the ingest (its history).
+        :param comparable: False when it was stored with ``--force`` over a mismatch
+            (``note`` says which); such a recording never compares with other versions.
+        :param replace: replace a recording already stored for the same key (else
+            :class:`StoreError` naming when and from where the stored one came).
+        """
         with self.transaction():
+            if not replace:
+                old = self.db.execute(
+                    "SELECT source, ingested_at FROM recordings "
+                    "WHERE version = ? AND case_name = ? AND stage = ?",
+                    [version, case_name, stage],
+                ).fetchone()
+                if old is not None:
+                    raise StoreError(
+                        f"{self.path} already holds a recording of {case_name} {stage} for "
+                        f"{version} (from {old[0]}, ingested {old[1]:%Y-%m-%d %H:%M}); pass "
+                        "--replace to replace it (the earlier ingest stays in `stedge runs`)"
+                    )
             self.db.execute(
-                "INSERT OR REPLACE INTO recordings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    version,
-                    case_name,
-                    stage,
-                    model_sha256,
-                    options_hash,
-                    source,
-                    json.dumps(result, default=str),
-                    _now(),
-                ],
+                "INSERT OR REPLACE INTO recordings (version, case_name, stage, model_sha256, "
+                "options_hash, source, result, ingested_at, run_id, comparable, note) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [version, case_name, stage, model_sha256, options_hash, source,
+                 json.dumps(result, default=str), _now(), run_id, comparable, note],
             )
 
     def recordings(self, version: str | None = None) -> list[dict[str, Any]]:
-        """Recorded Results, optionally of one version (Result JSON parsed)."""
+        """Recorded Results, optionally of one version (Result JSON parsed).
+
+        Keys: version, case_name, stage, model_sha256, options_hash, source, result,
+        ingested_at, run_id, comparable, note.
+        """
         sql = "SELECT * FROM recordings"
         params: list[Any] = []
         if version is not None:
@@ -439,11 +398,6 @@ class Store:
         return rows
 
     # -- helpers ---------------------------------------------------------------------
-
-    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        cursor = self.db.execute(sql, list(params))
-        names = [d[0] for d in cursor.description or []]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     @staticmethod
     def _run_dict(row: dict[str, Any]) -> dict[str, Any]:
@@ -457,9 +411,7 @@ class Store:
         return out
 
 
-def _lock_holder(exc: Exception) -> str:
-    text = str(exc)
-    marker = "Conflicting lock is held in"
-    if marker in text:
-        return text[text.index(marker) :].split("\n")[0].rstrip(".")
-    return text.split("\n")[0]
+def writable(path: Path | str) -> bool:
+    """Whether the store file (or its folder, for a new store) can be written by us."""
+    file = Path(path)
+    return os.access(file if file.exists() else file.parent, os.W_OK)

@@ -125,10 +125,11 @@ def _names(store: Store) -> tuple[list[str], list[str], list[str]]:
 
 def stored_versions(store: Store) -> list[str]:
     """The toolchain versions of non-skipped items and of findings (in no order)."""
-    rows = store.db.execute(
-        "SELECT DISTINCT version FROM items WHERE version IS NOT NULL AND outcome <> 'skipped' "
-        "UNION SELECT DISTINCT version FROM findings WHERE version IS NOT NULL AND version <> ''"
-    ).fetchall()
+    with store.attached() as db:
+        rows = db.execute(
+            "SELECT DISTINCT version FROM items WHERE version IS NOT NULL AND outcome <> 'skipped' "
+            "UNION SELECT DISTINCT version FROM findings WHERE version IS NOT NULL AND version <> ''"
+        ).fetchall()
     return [str(r[0]) for r in rows]
 
 
@@ -165,7 +166,9 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
         FROM ranked l LEFT JOIN wide w USING (item)
         ORDER BY l.case_id, l.version_id, l.stage_id
     """
-    raw = _fetch(store, sql, {"versions": list(versions), "metrics": wanted})
+    with store.attached():  # the file is held for these reads only
+        raw = _fetch(store, sql, {"versions": list(versions), "metrics": wanted})
+        cases, stages, outcomes = _names(store)
     keys = ("case", "version", "stage", "outcome", "run_id", "recorded", "identity",
             "known_identity")
     columns = {k: np.ma.getdata(raw[k]) for k in keys}
@@ -174,7 +177,6 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
         column = raw[f"m{k}"]
         stored[name] = ~np.ma.getmaskarray(column)
         columns[name] = np.where(stored[name], np.ma.getdata(column), np.nan).astype(float)
-    cases, stages, outcomes = _names(store)
     return Columns(
         cases=cases, stages=stages, versions=list(versions), metrics=wanted, columns=columns,
         outcomes=outcomes, stored=stored,
@@ -197,21 +199,23 @@ def finding_columns(store: Store) -> Columns:
         FROM findings f JOIN runs r USING (run_id)
         ORDER BY f.bug_id, f.run_id DESC, f.case_name, f.version
     """
-    columns = dict(store.db.execute(sql).fetchnumpy())
-
     def names(column: str) -> list[str]:
         rows = store.db.execute(
             f"SELECT DISTINCT {column} FROM findings WHERE {column} IS NOT NULL ORDER BY 1"
         ).fetchall()
         return [str(r[0]) for r in rows]
 
-    return Columns(cases=names("case_name"), stages=names("stage"), versions=names("version"),
-                   metrics=[], columns=columns, bugs=names("bug_id"))
+    with store.attached() as db:  # the file is held for these reads only
+        columns = dict(db.execute(sql).fetchnumpy())
+        return Columns(cases=names("case_name"), stages=names("stage"),
+                       versions=names("version"), metrics=[], columns=columns,
+                       bugs=names("bug_id"))
 
 
 def case_paths(store: Store) -> dict[str, str]:
     """``case_name -> case.toml path`` as last stored (for the cases' bands)."""
-    rows = store.db.execute(
-        "SELECT case_name, max(case_path) FROM cases WHERE case_path IS NOT NULL GROUP BY 1"
-    ).fetchall()
+    with store.attached() as db:
+        rows = db.execute(
+            "SELECT case_name, max(case_path) FROM cases WHERE case_path IS NOT NULL GROUP BY 1"
+        ).fetchall()
     return {str(r[0]): str(r[1]) for r in rows}

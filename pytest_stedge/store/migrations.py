@@ -152,3 +152,12 @@ def _findings(db: duckdb.DuckDBPyConnection) -> None:
         )
         """
     )
+
+
+@migration("0004_recording_history")
+def _recording_history(db: duckdb.DuckDBPyConnection) -> None:
+    # `stedge ingest` records a run of its own (the history of every ingest) and checks
+    # the outputs against the case; a mismatch stored with --force is not comparable.
+    db.execute("ALTER TABLE recordings ADD COLUMN run_id INTEGER")
+    db.execute("ALTER TABLE recordings ADD COLUMN comparable BOOLEAN DEFAULT TRUE")
+    db.execute("ALTER TABLE recordings ADD COLUMN note VARCHAR")

@@ -13,9 +13,7 @@ from .database import Store
 
 
 def _dicts(store: Store, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    cursor = store.db.execute(sql, list(params))
-    names = [d[0] for d in cursor.description or []]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return store.dicts(sql, params)
 
 
 def run_case_paths(store: Store, run_id: int) -> dict[str, str]:

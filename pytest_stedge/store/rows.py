@@ -37,3 +37,9 @@ class ItemRow:
     def from_dict(cls, data: dict[str, Any]) -> ItemRow:
         """Inverse of :meth:`to_dict`."""
         return cls(**data)
+
+
+def run_label(run_id: int, run_uuid: str | None) -> str:
+    """``run-<id>-<uuid8>``: names a run's work folder and report page, unique across
+    stores (another store's run 3 is another label)."""
+    return f"run-{run_id}" + (f"-{run_uuid[:8]}" if run_uuid else "")

@@ -83,7 +83,30 @@ def epoch_nodes(run: Run, ids: dict[str, int]) -> tuple[list[dict[str, Any]], li
     if d.first_epoch == 2:
         add("epoch_1", "NODE_NO_X", [("Transpose_1", "NODE_NO_X", "Transpose", [], [])], [], [])
     sw_map = "NODE_SW_INTEGER" if v3 else "NODE_SW"
+    blob_of = {e.num: blob for blob in _ec_runs(d.epochs) for e in blob}
     for e in d.epochs:
+        if v3 and e.kind == "ec":
+            # 3.0+: ONE NODE_EC node per epoch-controller blob, named after the blob and
+            # holding the operators of all its epochs (2.x kept one node per epoch)
+            blob = blob_of[e.num]
+            if e is not blob[0]:
+                continue
+            subs = [
+                (
+                    layer.name,
+                    "NODE_HW",
+                    layer.op,
+                    [ids[i] for i in layer.inputs if i in ids]
+                    + [ids[w] for w in layer.weights if w in ids],
+                    [ids[o] for o in layer.outputs if o in ids],
+                )
+                for member in blob
+                for layer in member.layers
+            ]
+            ins = sorted({i for sub in subs for i in sub[3]})
+            outs = sorted({o for sub in subs for o in sub[4]})
+            add(f"_ec_blob_{e.num}", "NODE_EC", subs, ins, outs)
+            continue
         subs = []
         for k, layer in enumerate(e.layers):
             if e.kind == "sw" or (e.kind == "hybrid" and k == 0):
@@ -112,17 +135,27 @@ def epoch_nodes(run: Run, ids: dict[str, int]) -> tuple[list[dict[str, Any]], li
     return nodes, top_ids
 
 
-def ec_blobs(epochs: list[Epoch]) -> list[dict[str, Any]]:
-    """`ec_blobs_info`: one blob per run of consecutive EC epochs."""
-    blobs: list[dict[str, Any]] = []
+def _ec_runs(epochs: list[Epoch]) -> list[list[Epoch]]:
+    """Runs of consecutive EC epochs: one blob each."""
+    runs: list[list[Epoch]] = []
     for e in epochs:
-        if e.kind != "ec":
-            continue
-        if blobs and blobs[-1]["epochs"][-1] == e.num - 1:
-            blobs[-1]["epochs"].append(e.num)
-        else:
-            blobs.append({"id": len(blobs) + 1, "name": f"_ec_blob_{e.num}", "epochs": [e.num]})
-    return blobs
+        if e.kind == "ec" and runs and runs[-1][-1].num == e.num - 1 and runs[-1][-1].kind == "ec":
+            runs[-1].append(e)
+        elif e.kind == "ec":
+            runs.append([e])
+    return runs
+
+
+def ec_blobs(epochs: list[Epoch]) -> list[dict[str, Any]]:
+    """`ec_blobs_info`: one blob per run of consecutive EC epochs.
+
+    Every real file in ../shared has ``"ec_blobs_info": []`` (no EC run); the shape of an
+    entry is ours (``name`` as the blob node, ``epochs`` its epoch numbers).
+    """
+    return [
+        {"id": k, "name": f"_ec_blob_{run[0].num}", "epochs": [e.num for e in run]}
+        for k, run in enumerate(_ec_runs(epochs), start=1)
+    ]
 
 
 def estimates(

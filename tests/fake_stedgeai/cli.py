@@ -20,6 +20,8 @@ def _err(code: str, kind: str, message: str) -> str:
 def _injected(faults: dict[str, Any]) -> int | None:
     """Apply run-level faults; returns an exit status when the run must stop here."""
     sys.stdout.flush()  # a killed run must still show what it printed
+    if faults.get("spawn"):
+        _spawn_helpers(float(faults["spawn"]))
     if faults.get("sleep"):
         time.sleep(float(faults["sleep"]))
     if faults.get("hang"):
@@ -40,6 +42,31 @@ def _injected(faults: dict[str, Any]) -> int | None:
             print(_err(code, str(faults.get("error_kind", "CompilerError")), msg))
         return int(faults.get("exit_code", 1))
     return None
+
+
+HELPER_MARK = "fake-stedgeai-helper"
+
+
+def _spawn_helpers(seconds: float) -> None:
+    """Start two helper processes that outlive a plain kill of the tool: one that calls
+    setsid (a session of its own), and one that double-forks away (its parent exits,
+    it is re-parented), as compilers and license daemons do. Each sleeps ``seconds``."""
+    import subprocess
+
+    code = (
+        "import os, sys, time\n"
+        "os.setsid()\n"
+        "if sys.argv[2] == 'detach' and os.fork():\n"
+        "    os._exit(0)\n"
+        "time.sleep(float(sys.argv[1]))\n"
+    )
+    for how in ("setsid", "detach"):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(seconds), how, HELPER_MARK],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        if how == "detach":
+            proc.wait()  # the forked grandchild lives on, re-parented
 
 
 def _crash_in_compiler() -> None:

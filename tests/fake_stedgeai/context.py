@@ -57,10 +57,11 @@ class Run:
         stem = self.facts.path.stem
         nad = self.workspace / f"neural_art__{self.name}"
         cfg = self.root / "Utilities" / "configs"
+        mdesc = self.profile.mdesc_file or cfg / "stm32n6.mdesc"
         return (
             f" -i {self.output / f'{stem}_OE_3_3_1.onnx'} --json-quant-file "
             f"{self.output / f'{stem}_OE_3_3_1_Q.json'} -g {self.name}.c --load-mdesc "
-            f"{cfg / 'stm32n6.mdesc'} --load-mpool {self.profile.mpool_file} --load-cdesc "
+            f"{mdesc} --load-mpool {self.profile.mpool_file} --load-cdesc "
             f"{cfg / 'cortex-m55.cdesc'} --save-mpool-file {nad / 'stm32n6.mpool'} "
             f"--out-dir-prefix {nad}/ --network-name {self.name} {self.profile.options} "
             f"--output-info-file c_info.json"

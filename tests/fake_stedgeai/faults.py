@@ -5,10 +5,12 @@ every model (`{"*": {"sleep": 0.5}, "tcn": {"validate": {"cos": 0.091}}}`). A fa
 carry `"commands": ["validate"]` to apply to those commands only. Later sources win:
 baked `*`, baked stem, env `*`, env stem.
 
-Keys: sleep (s), error (true or message; error_code, error_kind, exit_code), crash, hang,
+Keys: sleep (s), spawn (s: two helper processes that call setsid, one double-forked,
+each sleeping that long), error (true or message; error_code, error_kind, exit_code), crash, hang,
 no_output, truncate [files], garbage [files], inflate_activations (factor),
 extra_sw_epochs (N or [op names]), hybrid_epochs (N), weights_factor (factor),
-validate ({"cos": x} | {"uncorrelated": true}).
+validate ({"cos": x} | {"uncorrelated": true} | {"identical": true}: snr=inf, as real 4.0.0
+logs print for bit-exact outputs).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ KNOWN = {
     "validate",
     "weights_factor",
     "commands",
+    "spawn",
 }
 
 

@@ -38,6 +38,7 @@ class Profile:
     options: str
     mpool_file: Path
     pools: list[MemPool]
+    mdesc_file: Path | None = None  # the profile's memory_desc; None: the install's own
 
     def has(self, flag: str) -> bool:
         """True when the compiler option ``flag`` is in the profile's options."""
@@ -125,7 +126,30 @@ def resolve_profile(spec: str | None, builtin: Path) -> Profile:
         known = ", ".join(sorted(profiles)) or "none"
         raise ProfileError(f'profile "{name}" is not defined in "{path}" (defined: {known})')
     prof = profiles[name]
-    mpool = Path(prof.get("memory_pool", ""))
-    if not mpool.is_absolute():
-        mpool = (path.parent / mpool).resolve()
-    return Profile(name, path, str(prof.get("options", "")), mpool, load_mpool(mpool))
+    mpool = _profile_file(path, name, prof, "memory_pool")
+    mdesc = _profile_file(path, name, prof, "memory_desc") if prof.get("memory_desc") else None
+    return Profile(name, path, str(prof.get("options", "")), mpool, load_mpool(mpool), mdesc)
+
+
+def _profile_file(profile: Path, name: str, prof: dict[str, Any], key: str) -> Path:
+    """A file a profile names, resolved as the real tool does.
+
+    Evidence: the N6 reports' ``Compiler arguments`` line shows ST's
+    ``N6_scripts/user_neuralart.json`` entries ``./my_mpools/stm32n6.mpool`` and
+    ``./my_mdescs/stm32n6.mdesc`` loaded from ``N6_scripts/my_mpools/`` and
+    ``N6_scripts/my_mdescs/`` (samples n6-v2.2.0-*, n6-blazeface-2profiles): relative paths
+    are relative to the profile file, never to the working folder. An absolute path is used
+    as it is: a public 4.0.1 compile (LarocheC/stm32n6-stt, its blocker-2 reproducer) writes
+    an absolute ``memory_pool`` and gets its report.
+    """
+    raw = str(prof.get(key, ""))
+    if not raw.strip():
+        raise ProfileError(f'profile "{name}" in "{profile}" has no "{key}"')
+    file = Path(raw)
+    if not file.is_absolute():
+        file = (profile.parent / file).resolve()
+    if not file.is_file():
+        raise ProfileError(
+            f'profile "{name}" in "{profile}": {key} "{raw}" not found ({file})'
+        )
+    return file

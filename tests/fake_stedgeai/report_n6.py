@@ -99,8 +99,24 @@ def epochs_v2(run: Run) -> list[str]:
     return out
 
 
+def ec_runs(epochs: list[Epoch]) -> list[list[Epoch]]:
+    """Runs of consecutive EC epochs: one epoch-controller blob each (the 2.0.0 c_info names
+    blob "_ec_blob_1" for epochs 1.., "_ec_blob_21" for the run starting at epoch 21)."""
+    runs: list[list[Epoch]] = []
+    prev = ""
+    for e in epochs:
+        if e.kind == "ec":
+            if prev == "ec":
+                runs[-1].append(e)
+            else:
+                runs.append([e])
+        prev = e.kind
+    return runs
+
+
 def epochs_v3(run: Run) -> list[str]:
-    """3.x/4.x boxed table with the SW / hybrid / HW counts."""
+    """3.x/4.x boxed table with the SW / hybrid / HW counts; an EC blob is one row
+    ``| epochs    2 -> 6 |  EC  |`` (real 4.0.0 Dev Cloud and 4.0.1 AI Studio reports)."""
     eps = run.dep.epochs
     c = run.dep.counts
     out = [
@@ -113,15 +129,17 @@ def epochs_v3(run: Run) -> list[str]:
         f"{ec_blobs(eps)} epoch controller blobs/meta epochs)",
         "---",
     ]
-    label = {"hw": "HW", "ec": "EC", "sw": "SW", "hybrid": "HYBRID"}
-    rows = [
-        (
-            f"epoch_{e.num}",
-            label[e.kind],
-            ", ".join(dict.fromkeys(e.ops)) if e.kind in ("sw", "hybrid") else "",
-        )
-        for e in eps
-    ]
+    label = {"hw": "HW", "ec": "EC", "sw": "SW", "hybrid": "Hybrid"}
+    rows: list[tuple[str, str, str]] = []
+    for e in eps:
+        if e.kind == "ec":
+            if rows and rows[-1][1] == "EC":
+                continue  # the blob's row is written at its first epoch
+            blob = next(r for r in ec_runs(eps) if r[0] is e)
+            rows.append((f"epochs {blob[0].num:>4} -> {blob[-1].num}", "EC", ""))
+            continue
+        details = ", ".join(dict.fromkeys(e.ops)) if e.kind in ("sw", "hybrid") else ""
+        rows.append((f"epoch_{e.num}", label[e.kind], details))
     w0 = max([len("epoch ID")] + [len(r[0]) for r in rows])
     w1 = max([len("Type")] + [len(r[1]) for r in rows]) + 2
     w2 = max([len("Details")] + [len(r[2]) for r in rows])

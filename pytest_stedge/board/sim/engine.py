@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +35,9 @@ class Faults:
     :param hang_at_node: after this node's report, go silent (``"outputs"``: before outputs).
     :param disconnect_at_node: send half of this node's report, then drop the link.
     :param garbage_at_node: send non-protocol bytes in place of this node's report.
+    :param log_flood_at: in place of this answer, log lines for ever, each awaiting the
+        host's ack (a firmware stuck printing): a node, ``"sync"`` or ``"info"``.
+    :param dribble: seconds between the bytes of every answer (a failing link).
     """
 
     version: int | None = None
@@ -42,6 +47,8 @@ class Faults:
     hang_at_node: str | int | None = None
     disconnect_at_node: str | int | None = None
     garbage_at_node: str | int | None = None
+    log_flood_at: str | int | None = None
+    dribble: float = 0.0
 
 
 class SimulatedBoard(Protocol):
@@ -90,7 +97,22 @@ class Session:
 
     def send(self, state: int, **payload: Any) -> None:
         msg = bp.encode(self.schema, {"reqid": self.reqid, "state": state, **payload})
-        self.io.write(bp.target_packets(msg, self.payload, self.hb))
+        self.write(bp.target_packets(msg, self.payload, self.hb))
+
+    def write(self, data: bytes) -> None:
+        """Send bytes, one at a time ``faults.dribble`` s apart when that fault is set."""
+        delay = self.sim.faults.dribble
+        if not delay:
+            self.io.write(data)
+            return
+        for i in range(len(data)):
+            time.sleep(delay)
+            self.io.write(data[i:i + 1])
+
+    def log_flood(self) -> None:
+        """Log lines until the host stops acknowledging them (the link then closes)."""
+        for i in itertools.count():
+            self.log(f"app: still busy, retry {i}")
 
     def error(self, param: int, error: int) -> None:
         self.send(bp.S_ERROR, ack={"param": param, "error": error})
@@ -106,6 +128,8 @@ class Session:
         if faults.mute:
             return
         cmd = req["cmd"]
+        if {cmd: "sync", bp.CMD_NETWORK_INFO: "info"}.get(cmd, "") == faults.log_flood_at:
+            return self.log_flood()
         if cmd == bp.CMD_SYNC:
             self.payload = bp.DEFAULT_PAYLOAD
             if faults.garbage_on_sync is not None:
@@ -202,8 +226,10 @@ class Session:
             return model.node_index(ref)
 
         if idx is None or all(f is None for f in (faults.hang_at_node, faults.disconnect_at_node,
-                                                  faults.garbage_at_node)):
+                                                  faults.garbage_at_node, faults.log_flood_at)):
             return False
+        if faults.log_flood_at not in ("sync", "info") and at(faults.log_flood_at) == idx:
+            self.log_flood()
         msg = bp.encode(self.schema, {"reqid": self.reqid, "state": bp.S_PROCESSING,
                                       "op": op or model.model_op_msg(self.sim.name, 0.0)})
         packets = bp.target_packets(msg, self.payload, self.hb)

@@ -285,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
                               help="drop the link halfway through this node's report")
     faults_group.add_argument("--garbage-at-node", metavar="NODE",
                               help="send non-protocol bytes instead of this node's report")
+    faults_group.add_argument("--log-flood-at", metavar="NODE",
+                              help="log lines for ever in place of this answer (a node, "
+                                   "'sync' or 'info')")
+    faults_group.add_argument("--dribble", type=float, default=0.0, metavar="SECONDS",
+                              help="send every byte of every answer this many seconds apart")
     faults_group.add_argument("--mute", action="store_true", help="never answer")
     args = p.parse_args(argv)
     version = None
@@ -293,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         version = int(major) << 8 | int(minor or 0)
     faults = Faults(wrong_from_node=args.wrong_from_node, hang_at_node=args.hang_at_node,
                     disconnect_at_node=args.disconnect_at_node,
-                    garbage_at_node=args.garbage_at_node, mute=args.mute)
+                    garbage_at_node=args.garbage_at_node, mute=args.mute,
+                    log_flood_at=args.log_flood_at, dribble=args.dribble)
     try:
         sim = BoardSimulator(args.model, name=args.name, header_bytes=args.header_bytes,
                              baud=args.baud, faults=faults, version=version,

@@ -1,0 +1,148 @@
+"""Collectors of corpus folders: thousands of case folders collect at about pytest's own
+cost for as many parametrized items.
+
+pytest's directory collector asks every plugin about every file in every folder, loads
+conftests folder by folder and captures output around every file it collects. Inside a
+corpus (a folder named ``corpus`` or holding ``bugs/`` or ``profiles/``), a *plain* case
+folder (``case.toml`` beside models and data files: no Python, no sub-folder) is no node
+of its own: the corpus folder yields its items directly, with the same node ids
+(``corpus/<case>/case.toml::<stage>[<param>]``), the same ``-k`` keywords and the
+conftests of the corpus folder. A malformed case still fails as its own case file. Every
+other folder, Python packages and a case folder or file named on the command line are
+collected as pytest would, so node ids, ``--ignore``, ``norecursedirs`` and conftests
+behave as usual.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .corpus import PathCache
+
+CASE_FILE = "case.toml"
+
+
+def folder_collector(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """The collector of ``path`` in a corpus run, or None to leave it to pytest."""
+    if (path / "__init__.py").exists():
+        return None  # a Python package: pytest's
+    if isinstance(parent, CorpusFolder) or _is_corpus_root(path):
+        return CorpusFolder.from_parent(parent, path=path)
+    if (path / CASE_FILE).is_file():
+        return CaseFolder.from_parent(parent, path=path)
+    return None
+
+
+def _is_corpus_root(path: Path) -> bool:
+    # the rule of pytest_stedge.corpus.find_corpus_root
+    return path.name == "corpus" or (path / "bugs").is_dir() or (path / "profiles").is_dir()
+
+
+def _plain_case_folder(path: Path) -> list[str] | None:
+    """The regular files (no symlink) of a folder holding a case.toml and files that are
+    neither Python nor folders; None for any other folder."""
+    has_case, files = False, []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir() or entry.name.endswith(".py"):
+                    return None
+                has_case = has_case or (entry.name == CASE_FILE and entry.is_file())
+                if not entry.is_symlink():
+                    files.append(entry.name)
+    except OSError:
+        return None
+    return files if has_case else None
+
+
+def _sorted_entries(path: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as entries:
+        return sorted(entries, key=lambda entry: entry.name)  # pytest's order
+
+
+class CorpusFolder(pytest.Directory):
+    """A corpus folder: each plain case folder in it gives its case file directly."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        config, ihook, session = self.config, self.ihook, self.session
+        for entry in _sorted_entries(self.path):
+            path = Path(entry.path)
+            if entry.is_dir():
+                if not session.isinitpath(path, with_parents=True):
+                    if ihook.pytest_ignore_collect(collection_path=path, config=config):
+                        continue
+                    files = _plain_case_folder(path)
+                    if files is not None:
+                        if not entry.is_symlink():
+                            self._paths.saw_folder(path, files)
+                        yield from self._case(path / CASE_FILE)
+                        continue
+                folder = ihook.pytest_collect_directory(path=path, parent=self)
+                if folder is not None:
+                    yield folder
+            elif entry.is_file():
+                if not session.isinitpath(path) and ihook.pytest_ignore_collect(
+                    collection_path=path, config=config
+                ):
+                    continue
+                yield from ihook.pytest_collect_file(file_path=path, parent=self)
+
+
+    @property
+    def _paths(self) -> PathCache:
+        from .items import path_cache
+
+        return path_cache(self.config)
+
+    def _case(self, path: Path) -> Iterator[pytest.Item | pytest.Collector]:
+        """The items of a plain case folder's case file, as children of this folder."""
+        from .errors import CaseError
+        from .items import CaseFile, case_items
+
+        if self.ihook.pytest_ignore_collect(collection_path=path, config=self.config):
+            return
+        try:
+            file_id = path.relative_to(self.config.rootpath).as_posix()
+        except ValueError:  # outside the rootdir: pytest names it, as a node of its own
+            file_id = None
+        if file_id is not None:
+            try:
+                yield from case_items(self, path, file_id)
+                return
+            except CaseError:
+                pass  # reported by the case file's own node, which fails the same way
+        yield CaseFile.from_parent(self, path=path, hooks_from=self.path)
+
+
+class CaseFolder(pytest.Directory):
+    """A case folder collected as a node (named on the command line, or outside a corpus
+    folder): its case file, Python files and sub-folders, without asking every plugin
+    about each model and profile file."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        from .items import CaseFile
+
+        config, ihook, session = self.config, self.ihook, self.session
+        for entry in _sorted_entries(self.path):
+            path = Path(entry.path)
+            if entry.is_dir():
+                if not session.isinitpath(path, with_parents=True) and ihook.pytest_ignore_collect(
+                    collection_path=path, config=config
+                ):
+                    continue
+                folder = ihook.pytest_collect_directory(path=path, parent=self)
+                if folder is not None:
+                    yield folder
+            elif entry.name == CASE_FILE or entry.name.endswith(".py"):
+                if not session.isinitpath(path) and ihook.pytest_ignore_collect(
+                    collection_path=path, config=config
+                ):
+                    continue
+                if entry.name == CASE_FILE:
+                    yield CaseFile.from_parent(self, path=path)
+                else:
+                    yield from ihook.pytest_collect_file(file_path=path, parent=self)

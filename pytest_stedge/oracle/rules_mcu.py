@@ -1,0 +1,79 @@
+"""Deployment rules of the STM32 MCU software runtime (every ``--target`` but the N6 NPU).
+
+Each rule names the real (model, run) pairs of ``../shared/real-cases`` that show it.
+The runtime keeps each layer's output in the activation pool; its allocator lets the
+output of a convolution, a pad or a pooling overwrite the input it is consuming when
+that input dies there (overlay), which a plain liveness sum cannot see.
+"""
+
+from __future__ import annotations
+
+from .graph import Graph, Node
+
+ALIGNMENT = 4  # every MCU activation pool of every real c_info has alignment 4
+
+# Layers whose output may overwrite their dying input: the runtime writes each output
+# row after the input rows it needs are read. Dense layers (Gemm/MatMul) are not.
+OVERLAY_OPS = frozenset(
+    {"Conv", "ConvInteger", "QLinearConv", "Pad", "MaxPool", "AveragePool", "GlobalAveragePool",
+     "GlobalMaxPool", "ReduceMean", "ReduceMax", "LpPool", "QLinearAveragePool",
+     "QLinearGlobalAveragePool", "Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "Tanh",
+     "HardSwish", "HardSigmoid", "Elu", "QLinearLeakyRelu", "QLinearSigmoid"}
+)
+
+RULES: list[tuple[str, str, list[str]]] = [
+    (
+        "mcu-io",
+        (
+            "Inputs and outputs are allocated in the activations unless --no-inputs-allocation "
+            "/ --no-outputs-allocation put them in user buffers (stm32f4 mobilenetv2 -O ram: "
+            "266,292 B of activations, the 49,152 B input and 4 B output outside); a TFLite "
+            "model keeps its declared I/O types (uint8 input, float32 output)."
+        ),
+        [
+            "stm32f4-mobilenetv2-2builds/mobilenet_v2_0.35_128_fft_int8.tflite@2.1.0-20194-cubemx",
+            "stm32f4-mobilenetv2-2builds/mobilenet_v2_0.35_128_fft_int8.tflite@2.1.0-20182-devcloud",
+        ],
+    ),
+    (
+        "mcu-overlay",
+        (
+            "A convolution, depthwise convolution, pad or pooling output may overwrite its dying "
+            "input: yamnet 4.0.0 with HSP allocates 101,440 B where the plain liveness of its own "
+            "buffers is 147,456 B (conv2d_2's 98,304 B output over conv2d_1's 49,152 B input); "
+            "the balanced mobilenetv2 build lays the 202,800 B pad output over its 196,608 B input."
+        ),
+        [
+            "stm32u3-yamnet-hsp/yamnet_256_64x96_tl_int8_5_classes.tflite@4.0.0-hsp-run1",
+            "stm32u3-yamnet-hsp/yamnet_256_64x96_tl_int8_5_classes.tflite@4.0.0-no-hsp",
+            "stm32f4-mobilenetv2-2builds/mobilenet_v2_0.35_128_fft_int8.tflite@2.1.0-20182-devcloud",
+        ],
+    ),
+    (
+        "mcu-dense-not-overlaid",
+        (
+            "Dense layers (Gemm, MatMul, FULLY_CONNECTED) are not overlaid: the MLP and policy "
+            "cases allocate exactly the plain liveness of their tensors."
+        ),
+        [
+            "stm32-mlp-validate-host/actor_joint_12d_c860k.onnx@2.2.0/generate",
+            "stm32h7-policy-3regens/policy.onnx@2.2.0/run-2026-06-19",
+            "stm32-mnist-onnx-3runs/mnist_model-2_PerChannel_quant_random_1.onnx@1.0.0-19899-cubemx-analyze-stm32h7",
+        ],
+    ),
+    (
+        "mcu-activation-in-place",
+        (
+            "An activation after a layer (Relu, Clip ...) runs in the layer or in place: the "
+            "runtime merges it ('nl_1_nl (Nonlinearity, CONV_2D)' with -65,536 B c_size)."
+        ),
+        [
+            "stm32f4-mobilenetv2-2builds/mobilenet_v2_0.35_128_fft_int8.tflite@2.1.0-20194-cubemx",
+        ],
+    ),
+]
+
+
+def overlays(graph: Graph, node: Node) -> bool:
+    """Whether this layer's output may overwrite its dying data input."""
+    return node.op_type in OVERLAY_OPS

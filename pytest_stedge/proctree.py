@@ -1,0 +1,273 @@
+"""No tool process outlives its item: find a tool's whole process tree and kill it.
+
+A process group is not enough: a compiler's helpers may call ``setsid`` or double-fork
+away from their parent. So each tool run carries a token in its environment
+(inherited by every descendant, whatever session it moves to), and the tree is every
+process that descends from the tool by parent links or carries its token (Linux:
+``/proc``; elsewhere the tool's process group).
+
+If pytest itself is killed (SIGKILL leaves it no chance), a small reaper process that
+each pytest process starts beside its first tool run notices (its pipe from pytest
+closes) and kills every process carrying that pytest process's tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+TOKEN_ENV = "STEDGE_TOOL_TOKEN"
+_PROC = Path("/proc")
+_KILL_ROUNDS = 50
+_prefix = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+_counter = 0
+_reaper: subprocess.Popen[bytes] | None = None
+_reaper_pid = 0
+_subreaper = False
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def supported() -> bool:
+    """Whether whole trees can be found here (Linux ``/proc``)."""
+    return sys.platform.startswith("linux") and (_PROC / "self" / "stat").exists()
+
+
+def new_token() -> str:
+    """A token for one tool run of this process (its prefix names this process)."""
+    global _counter
+    _counter += 1
+    return f"{_prefix}-{_counter}"
+
+
+def tool_env(env: dict[str, str] | None, token: str) -> dict[str, str]:
+    """The tool's environment: ``env`` (default ours) with the run's token."""
+    out = dict(os.environ if env is None else env)
+    out[TOKEN_ENV] = token
+    return out
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time in clock ticks) of ``pid``; None when it is gone."""
+    if pid <= 0:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[1]), int(fields[19])
+
+
+def _has_token(pid: int, token: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read()
+    except OSError:
+        return False
+    return f"{TOKEN_ENV}={token}".encode() in environ.split(b"\0")
+
+
+def tree(root: int, token: str, *, since: int = 0) -> set[int]:
+    """Live processes of one tool run: ``root``, its descendants, and any process that
+    carries ``token`` (started at or after clock tick ``since``).
+
+    This process is a child subreaper (see :func:`ensure_reaper`), so a helper whose
+    parent died is re-parented to us, not to init: walking down from ``root`` and from
+    our own children that carry the token finds the whole tree in a few reads. Where
+    ``/proc/<pid>/task/<tid>/children`` is missing, every process is scanned.
+    """
+    me = os.getpid()
+    if not _subreaper or not (_PROC / "self" / "task" / str(me) / "children").exists():
+        return _scan(root, token, since)
+    stack = [root] if _stat(root) is not None else []
+    stack += [c for c in _children(me) if c != _reaper_pid and _has_token(c, token)]
+    found: set[int] = set()
+    while stack:
+        pid = stack.pop()
+        if pid in found or pid == me:
+            continue
+        found.add(pid)
+        stack += _children(pid)
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                out += [int(x) for x in handle.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _scan(root: int, token: str, since: int) -> set[int]:
+    """Every process's parent link and token, read from the whole of ``/proc``."""
+    parents: dict[int, int] = {}
+    found: set[int] = set()
+    me = os.getpid()
+    for name in os.listdir(_PROC):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        info = _stat(pid)
+        if info is None or pid == me:
+            continue
+        parents[pid] = info[0]
+        if info[1] >= since and _has_token(pid, token):
+            found.add(pid)
+    if root in parents:
+        found.add(root)
+    changed = True
+    while changed:
+        children = {p for p, parent in parents.items() if parent in found and p not in found}
+        found |= children
+        changed = bool(children)
+    return found
+
+
+def start_tick(pid: int) -> int:
+    """The clock tick ``pid`` started at (0 when unknown)."""
+    info = _stat(pid)
+    return info[1] if info else 0
+
+
+def kill_tree(root: int, token: str, *, since: int = 0) -> int:
+    """SIGKILL the tool run's whole tree until none of it is left; return how many
+    processes were killed. A descendant that forks while we kill is caught next round."""
+    if not supported():
+        return _kill_group(root)
+    killed: set[int] = set()
+    for _ in range(_KILL_ROUNDS):
+        pids = tree(root, token, since=since) - {os.getpid(), _reaper_pid}
+        alive = {p for p in pids if not _zombie(p)}
+        if not alive:
+            break
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        killed |= alive
+        _reap(alive)
+        time.sleep(0.005)
+    _reap(killed)
+    return len(killed)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return True
+    return text[text.rindex(")") + 2 :].split()[0] in ("Z", "X")
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect our own dead children, so they do not stay zombies."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+def _kill_group(root: int) -> int:
+    try:
+        if os.name == "posix":
+            os.killpg(root, signal.SIGKILL)
+        else:  # pragma: no cover
+            os.kill(root, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError, OSError):
+        return 0
+    return 1
+
+
+def ensure_reaper() -> None:
+    """Start this process's reaper once (Linux): it outlives us only to kill our tools."""
+    global _reaper, _reaper_pid
+    if _reaper is not None and _reaper.poll() is None:
+        return
+    if not supported():
+        return
+    read_end, write_end = os.pipe()
+    try:
+        _reaper = subprocess.Popen(
+            [sys.executable, "-S", "-c", _REAPER_CODE, _prefix],
+            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to pytest's process group spares it
+            close_fds=True,
+        )
+    except OSError:
+        os.close(write_end)
+        return
+    finally:
+        os.close(read_end)
+    _reaper_pid = _reaper.pid
+    os.set_inheritable(write_end, False)
+    _keep.append(write_end)  # held open until this process ends, however it ends
+    _become_subreaper()
+
+
+def _become_subreaper() -> None:
+    """Orphaned descendants of our tools are re-parented to us (Linux prctl), so the
+    tree stays findable by parent links; we reap the ones we kill."""
+    global _subreaper
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError, TypeError):
+        _subreaper = False
+
+
+_keep: list[int] = []
+
+# The reaper, as a script of its own (no import of this package: it must start fast and
+# work whatever state the package is in). It waits for its stdin (a pipe from pytest) to
+# close, then kills every process whose environment carries this pytest process's tokens.
+_REAPER_CODE = r"""
+import os, signal, sys, time
+prefix = ("STEDGE_TOOL_TOKEN=" + sys.argv[1] + "-").encode()
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while os.read(0, 4096):
+    pass
+def tools():
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/" + name + "/environ", "rb") as handle:
+                if prefix in handle.read():
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+for _ in range(50):
+    pids = tools()
+    if not pids:
+        break
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.02)
+"""

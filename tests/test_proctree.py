@@ -1,0 +1,131 @@
+"""No tool process outlives its item: helpers that call setsid or double-fork included,
+and also when pytest itself is killed (the reaper). Processes are counted in /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SIMPLE_CASE, CorpusFactory
+
+from pytest_stedge import proctree
+from pytest_stedge.errors import ToolchainError
+from pytest_stedge.toolchain import run_tool
+
+pytestmark = pytest.mark.skipif(not proctree.supported(), reason="needs Linux /proc")
+MARK = "fake-stedgeai-helper"
+
+
+def _with_mark(mark: str) -> list[int]:
+    """Live processes whose command line holds ``mark``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if mark.encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_none(mark: str, seconds: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := _with_mark(mark)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _fake(tmp_path: Path, faults: dict[str, object]) -> Path:
+    from fake_stedgeai import make_install
+
+    make_install(tmp_path / "inst", "4.0.1", config={"*": faults})
+    return tmp_path / "inst" / "Utilities" / "linux" / "stedgeai"
+
+
+SPAWNER = (
+    "import os, subprocess, sys, time\n"
+    "code = 'import os, sys, time\\nos.setsid()\\nif sys.argv[1] == \"detach\" and os.fork():\\n"
+    "    os._exit(0)\\ntime.sleep(60)'\n"
+    "for how in ('setsid', 'detach'):\n"
+    "    p = subprocess.Popen([sys.executable, '-c', code, how, sys.argv[1]])\n"
+    "    if how == 'detach': p.wait()\n"
+    "print('spawned', flush=True)\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
+
+def test_helpers_that_left_the_session_die_with_a_tool_that_exits(tmp_path: Path) -> None:
+    mark = f"stedge-test-{os.getpid()}-exit"
+    run = run_tool([sys.executable, "-c", SPAWNER, mark, "0"], cwd=tmp_path, timeout=30)
+    assert run.returncode == 0 and "spawned" in run.output
+    assert _wait_none(mark, 2.0) == []
+
+
+def test_a_timed_out_tool_dies_with_its_setsid_and_double_forked_helpers(tmp_path: Path) -> None:
+    mark = f"stedge-test-{os.getpid()}-timeout"
+    with pytest.raises(ToolchainError, match="timed out after 1 s"):
+        run_tool([sys.executable, "-c", SPAWNER, mark, "60"], cwd=tmp_path, timeout=1)
+    assert _wait_none(mark, 2.0) == []
+
+
+def test_the_fake_tool_helpers_are_real_and_do_not_outlive_the_item(tmp_path: Path) -> None:
+    """Without the tree kill the fake's helpers would live on: check they exist first."""
+    exe = _fake(tmp_path, {"spawn": 30, "sleep": 2})
+    proc = subprocess.Popen([str(exe), "generate", "--model", "x.onnx"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def left_the_session() -> list[int]:
+            try:
+                return [p for p in _with_mark(MARK) if os.getsid(p) != os.getsid(proc.pid)]
+            except ProcessLookupError:
+                return []
+
+        deadline = time.monotonic() + 10
+        while len(left_the_session()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(left_the_session()) == 2  # both helpers run in sessions of their own
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(_with_mark(MARK)) == 2  # a plain kill of the tool leaves them running
+    for pid in _with_mark(MARK):
+        os.kill(pid, signal.SIGKILL)
+    assert _wait_none(MARK) == []
+
+
+def test_a_killed_pytest_leaves_no_tool_process(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
+) -> None:
+    """SIGKILL of pytest while the tool runs: its reaper kills the tool and its helpers."""
+    assert _wait_none(MARK) == []
+    from fake_stedgeai import make_install
+
+    make_install(tmp_path / "inst" / "4.0", "4.0.1", config={"*": {"spawn": 60, "sleep": 60}})
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", str(corpus), "-p", "no:cacheprovider",
+         "--stedge-root", str(tmp_path / "inst"), "--stedge-db", str(tmp_path / "db.duckdb"),
+         f"--rootdir={tmp_path}"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(_with_mark(MARK)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_with_mark(MARK)) == 2, "the fake tool never started its helpers"
+        tools = _with_mark("stedgeai")
+        assert tools
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _wait_none(MARK) == []
+    assert _wait_none(str(tmp_path / "inst")) == []  # the fake tool itself

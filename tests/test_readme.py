@@ -1,0 +1,161 @@
+"""The README tells the truth: its two set-up commands are what CI runs, word for word, on a
+fresh clone; every option and command it documents exists (pytest's, argparse's) and every
+one that exists is documented; hypothesis' plugin stays out of processes that do not need it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_stedge.cli.main import build_parser
+
+PROJECT = Path(__file__).resolve().parents[1]
+README = (PROJECT / "README.md").read_text(encoding="utf-8")
+CI = (PROJECT / ".ci" / "run").read_text(encoding="utf-8")
+WORKFLOWS = PROJECT / ".github" / "workflows"
+
+
+def _quick_start() -> list[str]:
+    """The lines of the README's first code block."""
+    block = re.search(r"^```\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
+    assert block, "the README opens with a code block"
+    return block.group(1).splitlines()
+
+
+def _executed_lines(script: str) -> list[str]:
+    return [line.strip() for line in script.splitlines() if not line.strip().startswith("#")]
+
+
+def test_the_readme_starts_with_two_commands_that_set_everything_up() -> None:
+    main_job, tests = _quick_start()
+    for command in (main_job, tests):
+        # stock Debian has no `python` and refuses pip outside a virtual environment
+        assert command.startswith("python3 -m venv .venv && . .venv/bin/activate && "), command
+    assert main_job.endswith("python -m pip install -e . && pytest corpus")
+    assert tests.endswith('python -m pip install -e ".[test]" && pytest')
+    assert README.index(main_job) < README.index("## What it does")
+
+
+def test_ci_runs_the_readme_commands_word_for_word() -> None:
+    main_job, tests = _quick_start()
+    lines = _executed_lines(CI)
+    ran = [i for i, line in enumerate(lines) if line.startswith((main_job + " ", tests + " "))]
+    assert [lines[i].split(" || ")[0] for i in ran] == [main_job, tests], (
+        ".ci/run must run the README's two commands, in order, as written"
+    )
+    assert "apt-get install" in CI and "chromium" in CI and "python3-venv" in CI
+    subprocess.run(["bash", "-n", str(PROJECT / ".ci" / "run")], check=True)
+
+
+def test_workflows_that_run_the_main_job_run_it_as_written() -> None:
+    main_job = _quick_start()[0]
+    for workflow in sorted(WORKFLOWS.glob("*.yml")):
+        text = workflow.read_text(encoding="utf-8")
+        runs = re.findall(r"^\s*run: (.*pytest corpus.*)$", text, re.MULTILINE)
+        assert all(run == main_job for run in runs), f"{workflow.name}: {runs}"
+        if "stedge " in text:  # a later step is a new shell: it activates the environment
+            later = re.findall(r"^\s*run: (.*\bstedge .*)$", text, re.MULTILINE)
+            assert all(run.startswith(". .venv/bin/activate && ") for run in later), later
+
+
+def _pytest_options() -> tuple[set[str], set[str], dict[str, str]]:
+    """(--stedge-* flags, stedge_* ini keys, help by flag) the plugin registers."""
+    from pytest_stedge import plugin
+
+    parser = pytest.Parser(_ispytest=True)
+    plugin.pytest_addoption(parser)
+    flags, helps = set(), {}
+    for group in parser._groups:
+        for option in group.options:
+            for name in option.names():
+                if name.startswith("--stedge-"):
+                    flags.add(name)
+                    helps[name] = str(option.attrs().get("help", ""))
+    return flags, set(parser._inidict), helps
+
+
+def test_documented_pytest_options_are_the_plugins_options() -> None:
+    flags, inis, _ = _pytest_options()
+    documented_flags = set(re.findall(r"--stedge-[a-z-]*[a-z]", README))
+    documented_inis = set(re.findall(r"(?<![\w-])(stedge_[a-z_]*[a-z])", README)) - {
+        name for name in re.findall(r"pytest_(stedge_[a-z_]*[a-z])", README)
+    }
+    assert documented_flags - flags == set(), "documented but not an option"
+    assert flags - documented_flags == set(), "an option the README does not document"
+    assert documented_inis - inis == set(), "documented but not an ini key"
+    assert inis - documented_inis == set(), "an ini key the README does not document"
+
+
+def test_board_specs_in_pytest_help_and_readme_name_every_form() -> None:
+    _, _, helps = _pytest_options()
+    for form in ("serial:PORT[:BAUD]", "serial:BAUD", "auto", "socket://HOST:PORT"):
+        assert form in helps["--stedge-board"], form
+        assert form in README, form
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("stedge has subcommands")
+
+
+def test_documented_stedge_commands_and_options_exist() -> None:
+    commands = _commands()
+    documented = set(re.findall(r"\bstedge ([a-z][a-z-]+)", README))
+    assert set(commands) - documented == set(), "a command the README does not document"
+    for line in re.findall(r"^stedge .*$", README, re.MULTILINE):
+        words = line.split("#")[0].split()
+        if words[1].startswith("--"):
+            assert words[1] in ("--version",)
+            continue
+        parser = commands[words[1]]
+        own = {s for a in parser._actions for s in a.option_strings}
+        flags = {w.strip("[]").split("=")[0] for w in words[2:] if w.strip("[]").startswith("--")}
+        assert flags <= own, f"{line!r}: {sorted(flags - own)} not options of stedge {words[1]}"
+
+
+def test_stedge_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from pytest_stedge.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"stedge (pytest-stedge) {version('pytest-stedge')}"
+
+
+def test_the_readme_says_what_a_fresh_machine_shows() -> None:
+    section = README[README.index("### What `pytest corpus` shows on a fresh machine") :]
+    section = section[: section.index("\n## ")]
+    for words in ("**oracle**", "**skipped**", "**replayed runs**", "--stedge-root",
+                  "(#real-public-runs-replayed)", "An install"):
+        assert words in section, words
+    assert "## Real public runs, replayed" in README
+
+
+def _in_a_pytest_process(*args: str) -> str:
+    code = (
+        "import sys, pytest\n"
+        f"pytest.main({list(args)!r} + ['-q', '-p', 'no:cacheprovider', '--co'])\n"
+        "print('hypothesis imported:', 'hypothesis' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_hypothesis_stays_out_of_processes_without_property_tests() -> None:
+    # the project's own pytest config (pyproject addopts), as `pytest corpus` sees it
+    assert "hypothesis imported: False" in _in_a_pytest_process("tests/test_layout.py")
+    # where property tests are collected, hypothesis' plugin is back: it marks them
+    out = _in_a_pytest_process("tests/test_signature.py", "-m", "hypothesis")
+    assert re.search(r"[1-9]\d*/\d+ tests collected", out), out
