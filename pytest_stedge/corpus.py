@@ -230,15 +230,18 @@ def load_cases(
     """
     case_toml = Path(case_toml)
     real = _real_path(case_toml, cache)  # once: the case's paths are built on it
+    # The corpus is found from where the case file sits, not where a symlink leads: a case
+    # folder linked from outside brings none of its surroundings in.
+    given = Path(os.path.abspath(case_toml))
     if corpus_root is not None:
         root = _resolved(case_toml, corpus_root)
     elif cache is not None:  # the root depends only on the folder above the case folder
-        key = real.parent.parent
+        key = given.parent.parent
         if key not in cache.roots:
-            cache.roots[key] = find_corpus_root(real)
+            cache.roots[key] = _resolved(case_toml, find_corpus_root(given))
         root = cache.roots[key]
     else:
-        root = find_corpus_root(real)
+        root = _resolved(case_toml, find_corpus_root(given))
     try:
         raw = toml_reader.loads(case_toml.read_text(encoding="utf-8"))
     except toml_reader.TOMLDecodeError as exc:
@@ -249,10 +252,19 @@ def load_cases(
         raise CaseError(case_toml, None, f"cannot read the case file: {_why(exc)}") from None
     variants = raw.pop("variants", None)
     # The folder's name as it sits in the corpus, not where a symlink leads.
-    base_name = Path(os.path.abspath(case_toml)).parent.name
+    base_name = given.parent.name
     files = cache.files if cache is not None else set()
+
+    def build(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
+        try:
+            return _build_case(real, root, name, variant, values, files)
+        except CaseError as exc:  # named as the user wrote it, not where a link leads
+            if exc.path == case_toml:
+                raise
+            raise CaseError(case_toml, exc.key, exc.message) from None
+
     if variants is None:
-        return [_build_case(real, root, base_name, None, raw, files)]
+        return [build(base_name, None, raw)]
     if not isinstance(variants, dict) or not variants:
         raise CaseError(case_toml, "variants", f"expected {_TOP_KEYS['variants']}")
     cases = []
@@ -265,8 +277,7 @@ def load_cases(
         if "variants" in overrides:
             raise CaseError(case_toml, f"variants.{variant}.variants", "variants do not nest")
         merged = _merge(raw, overrides)
-        name = f"{base_name}/{variant}"
-        cases.append(_build_case(real, root, name, variant, merged, files))
+        cases.append(build(f"{base_name}/{variant}", variant, merged))
     return cases
 
 

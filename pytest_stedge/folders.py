@@ -101,12 +101,14 @@ class CorpusFolder(pytest.Directory):
     def _case(self, path: Path) -> Iterator[pytest.Item | pytest.Collector]:
         """The items of a plain case folder's case file, as children of this folder."""
         from .errors import CaseError
-        from .items import CaseFile, case_items
+        from .items import case_file, case_items
+        from .report.visible import visible
 
         if self.ihook.pytest_ignore_collect(collection_path=path, config=self.config):
             return
         try:
-            file_id = path.relative_to(self.config.rootpath).as_posix()
+            # a folder named with bidi controls: ids show them too (as pytest_collect_file)
+            file_id = visible(path.relative_to(self.config.rootpath).as_posix())
         except ValueError:  # outside the rootdir: pytest names it, as a node of its own
             file_id = None
         if file_id is not None:
@@ -115,7 +117,7 @@ class CorpusFolder(pytest.Directory):
                 return
             except CaseError:
                 pass  # reported by the case file's own node, which fails the same way
-        yield CaseFile.from_parent(self, path=path, hooks_from=self.path)
+        yield case_file(self, path, hooks_from=self.path)
 
 
 class CaseFolder(pytest.Directory):
@@ -124,7 +126,7 @@ class CaseFolder(pytest.Directory):
     about each model and profile file."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        from .items import CaseFile
+        from .items import case_file
 
         config, ihook, session = self.config, self.ihook, self.session
         for entry in _sorted_entries(self.path):
@@ -143,6 +145,6 @@ class CaseFolder(pytest.Directory):
                 ):
                     continue
                 if entry.name == CASE_FILE:
-                    yield CaseFile.from_parent(self, path=path)
+                    yield case_file(self, path)
                 else:
                     yield from ihook.pytest_collect_file(file_path=path, parent=self)

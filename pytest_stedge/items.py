@@ -59,6 +59,15 @@ class CaseFile(pytest.File):
             raise self.CollectError(visible(str(exc), keep_newlines=True)) from None
 
 
+def case_file(parent: pytest.Collector, path: Path, hooks_from: Path | None = None) -> CaseFile:
+    """The :class:`CaseFile` node of ``path``; a folder named with bidi controls or
+    invisible characters gets an id that shows them escaped (the terminal prints ids)."""
+    node = CaseFile.from_parent(parent, path=path, hooks_from=hooks_from)
+    shown = visible(node.nodeid)
+    if shown != node.nodeid:
+        node = CaseFile.from_parent(parent, path=path, hooks_from=hooks_from, nodeid=shown)
+    return node
+
 def path_cache(config: pytest.Config) -> PathCache:
     """The session's cache of resolved corpus paths."""
     return config.stash.setdefault(_paths_key, PathCache())

@@ -141,14 +141,9 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.name == "case.toml":
-        from .items import CaseFile
-        from .report.visible import visible
+        from .items import case_file
 
-        node = CaseFile.from_parent(parent, path=file_path)
-        shown = visible(node.nodeid)
-        if shown != node.nodeid:  # a folder named with bidi controls: ids show them too
-            node = CaseFile.from_parent(parent, path=file_path, nodeid=shown)
-        return node
+        return case_file(parent, file_path)
     return None
 
 

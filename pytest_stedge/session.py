@@ -50,6 +50,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     Raises UsageError on bad requests, before any run is recorded: a session that stops
     on a usage error leaves no run behind.
     """
+    state.settings.ini_timeout()  # a bad ini limit stops the session before any run
     _finish_on_sigterm()
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
     roots += [Path(p) for p in config.getini("stedge_roots") or []]

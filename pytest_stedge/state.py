@@ -399,15 +399,29 @@ class RunSettings:
             return float(option), f"--stedge-timeout {float(option):g}"
         if case.timeout is not None:
             return case.timeout, f"timeout = {case.timeout:g} in {case.path}"
-        ini = self.config.getini("stedge_timeout")
-        if ini:
-            try:
-                return float(ini), f"ini stedge_timeout = {ini}"
-            except ValueError:
-                raise pytest.UsageError(
-                    f"ini stedge_timeout: {ini!r} is not a number of seconds (e.g. 600)"
-                ) from None
+        ini = self.ini_timeout()
+        if ini is not None:
+            return ini, f"ini stedge_timeout = {self.config.getini('stedge_timeout')}"
         return DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
+
+    def ini_timeout(self) -> float | None:
+        """Ini ``stedge_timeout`` in seconds (None when not set).
+
+        :raises pytest.UsageError: not a positive number of seconds up to a day (``nan``,
+            ``inf``, ``0`` or ``1e30`` would never expire, or expire at once).
+        """
+        from .options import TIMEOUT_HELP, timeout_problem
+
+        text = self.config.getini("stedge_timeout")
+        if not text:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or timeout_problem(value):
+            raise pytest.UsageError(f"ini stedge_timeout: {text!r}: expected {TIMEOUT_HELP}")
+        return value
 
     def board_desc(self) -> str | None:
         """The ``--desc`` of the board this process uses, if any."""

@@ -56,9 +56,12 @@ def test_stedge_ingest_prints_every_digit(
     footprint = json.loads((run / "network_c_info.json").read_text())["memory_footprint"]
     case = tmp_path / "corpus" / "mnv2"
     case.mkdir(parents=True)
-    (case / "model.onnx").write_bytes(b"onnx")
+    # the run's own model: ingest checks the MD5 the tool printed against the case's model
+    (case / "model.onnx").write_bytes(
+        (run / "mobilenet_v2_128_0.5_QDQ_quant_OE_3_3_1.onnx").read_bytes())
     (case / "case.toml").write_text('model = "model.onnx"\ntarget = "stm32n6"\n')
-    assert main(["ingest", str(run), "--version", "3.0.0", "--case", "mnv2",
+    # the run holds only its intermediate model (the tool hashed the original): --force
+    assert main(["ingest", str(run), "--version", "3.0.0", "--case", "mnv2", "--force",
                  "--corpus", str(tmp_path / "corpus"), "--db", str(tmp_path / "db.duckdb")]) == 0
     out = capsys.readouterr().out
     assert f"activations_bytes={footprint['activations']:,}" in out  # 245,760

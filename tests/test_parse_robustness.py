@@ -266,12 +266,9 @@ def test_the_cli_says_error_and_exits_2_on_such_a_figure(
 
 
 def _cli(argv: list[str]) -> int:
-    import argparse
+    from pytest_stedge.cli.main import main
 
-    parser = argparse.ArgumentParser(prog="stedge")
-    parse_cli.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.handler(args))
+    return main(argv)  # as a user runs it: errors become one line, exit 2
 
 
 def test_parse_json_prints_null_for_an_infinite_snr(

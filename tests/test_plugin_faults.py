@@ -182,6 +182,22 @@ def test_timeout_precedence(
     assert seconds == expected[0] and source.startswith(expected[1])
 
 
+
+@pytest.mark.parametrize("ini", ["nan", "inf", "0", "-5", "1e30", "soon"])
+def test_an_ini_timeout_that_never_expires_stops_the_session_before_a_run(
+    ini: str, pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path,
+    tmp_path: Path,
+) -> None:
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    inifile = pytester.makeini(f"[pytest]\nstedge_timeout = {ini}\n")
+    db = tmp_path / "db.duckdb"
+    result = _run(pytester, corpus, fake_installs, db, "-c", str(inifile))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*ini stedge_timeout: '{ini}': expected a positive number of "
+                                 "seconds, at most 86,400 (one day)*"])
+    assert "Traceback" not in result.stderr.str()
+    assert not db.exists()  # no run recorded
+
 def test_ctrl_c_keeps_what_finished_and_marks_the_run_interrupted(
     pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
 ) -> None:
