@@ -62,6 +62,18 @@ def test_stacked_chart_segments_add_up_to_the_total() -> None:
     assert "number of epochs" in svg and "(epochs)" not in svg
 
 
+def test_stacked_chart_is_as_wide_as_its_bars() -> None:
+    # the chart once took the width of its last segment (13 px) and clipped every bar
+    svg = stacked_chart(
+        "Epochs", [("a-case", "2.2.0"), ("a-case", "3.0.0")],
+        [Series("HW", [68, 55], "hw"), Series("SW", [26, 1], "sw")],
+        unit="epochs", quantity="number of epochs",
+    )
+    width = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    ends = [float(x) + float(w) for x, w in re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', svg)]
+    assert width >= 760 and max(ends) <= width
+
+
 def test_line_chart_leaves_gaps_for_missing_versions() -> None:
     svg = line_chart(
         "history",

@@ -9,6 +9,8 @@ import jinja2
 import pytest
 
 from pytest_stedge.report import board as report_board
+from pytest_stedge.report import bug_pages as report_bug_pages
+from pytest_stedge.report import case_pages as report_case_pages
 from pytest_stedge.report import data as report_data
 from pytest_stedge.report import diff as report_diff
 from pytest_stedge.report import site as report_site
@@ -16,7 +18,8 @@ from pytest_stedge.report.render import environment, render
 
 CONTEXTS = [
     obj
-    for module in (report_data, report_diff, report_site, report_board)
+    for module in (report_data, report_diff, report_site, report_board, report_bug_pages,
+                   report_case_pages)
     for obj in vars(module).values()
     if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
 ]

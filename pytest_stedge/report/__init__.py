@@ -3,9 +3,10 @@ the terminal table of changes.
 
 Owns rendering (one Jinja2 environment, autoescaped, strict undefined), page contexts
 built from the store, inline SVG charts and the templates. Reads the store through
-``store.queries`` and the comparison through ``diff``; nothing in the pytest flow
-imports it except to write a report at session end, and ``visible`` (untrusted names shown
-with their bidi and invisible characters escaped) for the terminal summary and failures. Jinja2 loads only when a page is
+``store.queries`` (and ``store.history``, the dashboard's column-wise reads) and the
+comparison through ``diff``; nothing in the pytest flow imports it except to write a report
+at session end, and ``visible`` (untrusted names shown with their bidi and invisible
+characters escaped) for the terminal summary and failures. Jinja2 loads only when a page is
 rendered.
 
 Entry points (each loads its page module, and Jinja2, when called)::

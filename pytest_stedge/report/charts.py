@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markupsafe import Markup
 
@@ -110,9 +111,10 @@ def nice_ticks(peak: float, count: int = 5) -> list[float]:
 
 def fmt_num(value: float) -> str:
     """A compact number for chart labels: integers with separators, else 4 digits."""
-    if value == int(value) and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:.4g}"
+    number = float(value)
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:.4g}"
 
 
 def _text_width(text: str) -> float:
@@ -253,10 +255,9 @@ def stacked_chart(
     Rows sharing a group (a case) are drawn together under the group's name; the label
     (a version) is written beside each bar.
     """
-    totals = [
-        sum(v for p in parts for v in [p.values[i]] if v is not None and not math.isnan(v))
-        for i in range(len(rows))
-    ]
+    columns = [_known(p.values) for p in parts]
+    by_row = list(zip(*columns)) if columns else [() for _ in rows]
+    totals = [sum(v for v in row if v is not None) for row in by_row]
     peak = max(totals, default=0.0)
     scale = scale_for(unit, peak)
     ticks = [t * scale.factor for t in nice_ticks(peak / scale.factor)]
@@ -282,35 +283,39 @@ def stacked_chart(
     body += _x_axis(left, right, top, bottom, ticks, scale)
     span = ticks[-1] or 1.0
     for y, group in heads:
-        body.append(
-            f'<text x="8" y="{y + 13:.1f}" font-weight="bold"><title>{escape(group)}</title>'
-            f"{escape(group)}</text>"
-        )
+        name = _escaped(group)
+        body.append(f'<text x="8" y="{y + 13:.1f}" font-weight="bold"><title>{name}</title>{name}</text>')
+    label_x = f"{left - 6:.0f}"
+    unknown_x = f"{left + 3:.0f}"
+    marks = [f'" height="12" fill="{PALETTE[p.color]}"><title>' for p in parts]
+    names = [f" · {_escaped(p.name)}: " for p in parts]
+    suffix = _escaped(f" {unit}") + "</title></rect>"
+    length = right - left
     for y, index in bars:
         group, label = rows[index]
+        text = _escaped(label)
+        where = f"{_escaped(group)} · {text}"
         body.append(
-            f'<text x="{left - 6:.0f}" y="{y + bar_h - 2:.1f}" text-anchor="end" '
-            f'fill="#555">{escape(label)}</text>'
+            f'<text x="{label_x}" y="{y + bar_h - 2:.1f}" text-anchor="end" fill="#555">{text}</text>'
         )
         x = left
         known = False
-        for part in parts:
-            value = part.values[index]
-            if value is None or math.isnan(value):
+        bar_y = f'" y="{y:.1f}" width="'
+        for k, value in enumerate(by_row[index]):
+            if value is None:
                 continue
             known = True
             if value <= 0:
                 continue
-            width = (right - left) * value / span
-            tip = f"{group} · {label} · {part.name}: {fmt_num(value)} {unit}"
-            body.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{bar_h:.0f}" '
-                f'fill="{PALETTE[part.color]}"><title>{escape(tip)}</title></rect>'
+            size = length * value / span
+            number = (  # fmt_num, inlined: this runs for every segment of every case page
+                f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
             )
-            x += width
+            body.append(f'<rect x="{x:.1f}{bar_y}{size:.1f}{marks[k]}{where}{names[k]}{number}{suffix}')
+            x += size
         if not known:
             body.append(
-                f'<text x="{left + 3:.0f}" y="{y + bar_h - 2:.1f}" font-size="9" fill="#777">'
+                f'<text x="{unknown_x}" y="{y + bar_h - 2:.1f}" font-size="9" fill="#777">'
                 "not known</text>"
             )
     axis = _axis_label(quantity, scale)
@@ -335,7 +340,8 @@ def line_chart(
     zero_based: bool = True,
 ) -> Markup:
     """Lines over categorical x values (toolchain versions); None values leave gaps."""
-    values = [v for s in series for v in s.values if v is not None and not math.isnan(v)]
+    columns = [_known(s.values) for s in series]
+    values = [v for c in columns for v in c if v is not None]
     peak = max(values, default=0.0)
     low = 0.0 if zero_based or not values else min(values)
     scale = scale_for(unit, peak)
@@ -345,64 +351,99 @@ def line_chart(
         base = math.floor(low / step) * step
         ticks = [t for t in ticks if t >= base] or ticks
         low = min(base, ticks[0])
-    left, right, top, bottom = 80.0, _WIDTH - 20.0, 36.0, 250.0
+    top, bottom = _LINE_TOP, _LINE_BOTTOM
     span = (ticks[-1] - low) or 1.0
     body = _legend([(s.name, s.color, s.dashed) for s in series], 16)
-
-    def ypos(value: float) -> float:
-        return bottom - (bottom - top) * (value - low) / span
-
-    for tick in ticks:
-        if tick < low:
-            continue
-        y = ypos(tick)
-        body.append(
-            f'<line x1="{left:.0f}" y1="{y:.1f}" x2="{right:.0f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
-            f'<text x="{left - 6:.0f}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{fmt_num(tick / scale.factor)}</text>"
-        )
-    count = max(len(xlabels), 1)
-    step_x = (right - left) / max(count - 1, 1)
-
-    def xpos(i: int) -> float:
-        return left + (step_x * i if count > 1 else (right - left) / 2)
-
-    every = max(1, math.ceil(count / 16))  # keep version labels from overlapping
-    for i, label in enumerate(xlabels):
-        if (count - 1 - i) % every == 0:  # counted from the newest, which is always shown
-            body.append(
-                f'<text x="{xpos(i):.1f}" y="{bottom + 16:.0f}" text-anchor="middle">'
-                f"{escape(label)}</text>"
-            )
-    for s in series:
+    body.append(_y_axis(tuple(ticks), low, span, scale))
+    xs, labels, axis_labels = _line_frame(tuple(xlabels))
+    body.append(axis_labels)
+    suffix = _escaped(f" {unit}".rstrip())
+    height = bottom - top
+    for s, column in zip(series, columns):
         color = PALETTE[s.color]
         dash = ' stroke-dasharray="5 4"' if s.dashed else ""
+        mark = f'" r="3" fill="{color}"><title>{_escaped(s.name)} · '
         segment: list[str] = []
         points: list[str] = []
-        for i, value in enumerate(s.values):
-            if value is None or math.isnan(value):
+        for i, value in enumerate(column):
+            if value is None:
                 if len(segment) > 1:
                     points.insert(0, _polyline(segment, color, dash))
                 segment = []
                 continue
-            x, y = xpos(i), ypos(value)
-            segment.append(f"{x:.1f},{y:.1f}")
-            tip = f"{s.name} · {xlabels[i]}: {fmt_num(value)} {unit}".rstrip()
+            x, y = xs[i], f"{bottom - height * (value - low) / span:.1f}"
+            segment.append(f"{x},{y}")
+            number = (
+                f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
+            )  # fmt_num, inlined: this runs for every point of every case page
             points.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}">'
-                f"<title>{escape(tip)}</title></circle>"
+                f'<circle cx="{x}" cy="{y}{mark}{labels[i]}: {number}{suffix}</title></circle>'
             )
         if len(segment) > 1:
             points.insert(0, _polyline(segment, color, dash))
         body += points
-    axis = _axis_label(quantity, scale)
-    body.append(
+    body.append(_line_axis_titles(_axis_label(quantity, scale)))
+    return _svg(title, bottom + 44, body, "lines")
+
+
+_LINE_LEFT, _LINE_RIGHT, _LINE_TOP, _LINE_BOTTOM = 80.0, _WIDTH - 20.0, 36.0, 250.0
+
+
+def _known(values: Sequence[float | None]) -> list[float | None]:
+    """``values`` as floats, None where unknown (None or NaN)."""
+    isnan = math.isnan
+    return [None if v is None or isnan(v) else float(v) for v in values]
+
+
+@lru_cache(maxsize=4096)
+def _escaped(text: str) -> str:
+    """Escaped text, cached: the same names and versions recur on every chart."""
+    return str(escape(text))
+
+
+@lru_cache(maxsize=64)
+def _line_frame(xlabels: tuple[str, ...]) -> tuple[list[str], list[str], str]:
+    """A line chart's x positions (formatted), escaped labels and x-axis labels: the same
+    for every chart over the same versions."""
+    left, right, bottom = _LINE_LEFT, _LINE_RIGHT, _LINE_BOTTOM
+    count = max(len(xlabels), 1)
+    step_x = (right - left) / max(count - 1, 1)
+    xs = [f"{left + (step_x * i if count > 1 else (right - left) / 2):.1f}" for i in range(len(xlabels))]
+    labels = [_escaped(label) for label in xlabels]
+    every = max(1, math.ceil(count / 16))  # keep version labels from overlapping
+    shown = "".join(
+        f'<text x="{xs[i]}" y="{bottom + 16:.0f}" text-anchor="middle">{labels[i]}</text>'
+        for i in range(len(xlabels))
+        if (count - 1 - i) % every == 0  # counted from the newest, which is always shown
+    )
+    return xs, labels, shown
+
+
+@lru_cache(maxsize=256)
+def _y_axis(ticks: tuple[float, ...], low: float, span: float, scale: Scale) -> str:
+    left, right, top, bottom = _LINE_LEFT, _LINE_RIGHT, _LINE_TOP, _LINE_BOTTOM
+    out = []
+    for tick in ticks:
+        if tick < low:
+            continue
+        y = bottom - (bottom - top) * (tick - low) / span
+        out.append(
+            f'<line x1="{left:.0f}" y1="{y:.1f}" x2="{right:.0f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{left - 6:.0f}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{fmt_num(tick / scale.factor)}</text>"
+        )
+    return "".join(out)
+
+
+@lru_cache(maxsize=64)
+def _line_axis_titles(axis: str) -> str:
+    left, right, top, bottom = _LINE_LEFT, _LINE_RIGHT, _LINE_TOP, _LINE_BOTTOM
+    return (
         f'<text x="14" y="{(top + bottom) / 2:.0f}" text-anchor="middle" font-weight="bold" '
         f'transform="rotate(-90 14 {(top + bottom) / 2:.0f})">{escape(axis)}</text>'
         f'<text x="{(left + right) / 2:.0f}" y="{bottom + 34:.0f}" text-anchor="middle" '
         'font-weight="bold">toolchain version</text>'
     )
-    return _svg(title, bottom + 44, body, "lines")
 
 
 def _polyline(points: list[str], color: str, dash: str) -> str:

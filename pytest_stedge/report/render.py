@@ -41,6 +41,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=False,  # templates ship with the package: no stat() per page rendered
         finalize=finalize,  # every printed string shows its bidi and invisible characters
     )
     env.filters.update(
@@ -73,7 +74,8 @@ def render(template: str, path: Path, **context: Any) -> Path:
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context
     )
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return path
 
@@ -87,14 +89,14 @@ def _missing(value: Any) -> bool:
 
 def fmt_num(value: float | None) -> str:
     """``1,234`` for whole numbers, 6 significant digits otherwise, ``—`` when unknown."""
-    if _missing(value):
+    if value is None:
         return "—"
-    assert value is not None
-    if math.isinf(value):
-        return str(value)
-    if value == int(value) and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:.6g}"
+    number = float(value)  # ints and numpy numbers too
+    if math.isnan(number):
+        return "—"
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:.6g}"  # inf too: "inf", "-inf"
 
 
 def fmt_metric(value: float | None, unit: str = "") -> str:

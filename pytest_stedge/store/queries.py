@@ -40,28 +40,6 @@ def run_findings(store: Store, run_id: int) -> list[dict[str, Any]]:
     return rows
 
 
-def latest_items(store: Store) -> list[dict[str, Any]]:
-    """The newest non-skipped item of every (case, stage, version), without its Result.
-
-    Keys: case_name, stage, version, run_id, nodeid, outcome, recorded, started_at.
-    """
-    return _dicts(
-        store,
-        """
-        SELECT case_name, stage, version, run_id, nodeid, outcome, recorded, started_at
-        FROM (
-            SELECT i.case_name, i.stage, i.version, i.run_id, i.nodeid, i.outcome, i.recorded,
-                   r.started_at,
-                   row_number() OVER (PARTITION BY i.case_name, i.stage, i.version
-                                      ORDER BY i.run_id DESC) AS rank
-            FROM items i JOIN runs r USING (run_id)
-            WHERE i.version IS NOT NULL AND i.outcome <> 'skipped'
-        ) WHERE rank = 1
-        ORDER BY case_name, stage, version
-        """,
-    )
-
-
 def latest_metrics(
     store: Store, metrics: Sequence[str], versions: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
