@@ -117,3 +117,51 @@ def test_xdist_workers_on_another_host_are_refused_before_any_run(
     if db.exists():
         with Store.open(db, read_only=True) as store:
             assert store.list_runs() == []
+
+
+BUG_TWO_SHARDS = """\
+id = "sw-split"
+title = "A layer falls to software"
+source = "https://example.org/sw-split"
+affected = ">=4.0"
+status = "open"
+reproducers = ["a", "b"]
+signature = "epochs_sw > 0"
+"""
+
+
+@pytest.mark.parametrize(("group", "expected"), [("pipeline-7", "reproduced"),
+                                                 (None, "not-reproduced")])
+def test_the_dashboard_judges_a_bug_on_every_shard_of_its_run_group(
+    group: str | None, expected: str, tmp_path: Path
+) -> None:
+    """Reproducer a is in shard 1 (reproduced), b in shard 2 (not). As one run the bug is
+    reproduced on 4.0.1; as two separate runs the newer one alone decides: not reproduced."""
+    import html
+
+    from pytest_stedge.report import render_dashboard
+    from pytest_stedge.result import flat_metrics, new_result
+    from pytest_stedge.store.database import ItemRow
+
+    bugs = tmp_path / "corpus" / "bugs"
+    bugs.mkdir(parents=True)
+    (bugs / "sw-split.toml").write_text(BUG_TWO_SHARDS, encoding="utf-8")
+    db = tmp_path / "db.duckdb"
+    with Store.open(db) as store:
+        for shard, case, status in (("1/2", "a", "reproduced"), ("2/2", "b", "not-reproduced")):
+            run = store.begin_run(argv=["pytest"], versions=["4.0.1"], run_group=group,
+                                  shard=shard if group else None)
+            result = new_result("generate", tool={"version": "4.0.1"},
+                                epochs={"total": 3, "hw": 2, "ec": 0, "sw": 1, "hybrid": 0})
+            store.add_items(run, [ItemRow(
+                nodeid=f"corpus/{case}/case.toml::generate[4.0.1]", case_name=case,
+                stage="generate", version="4.0.1", outcome="passed", model_sha256=f"sha-{case}",
+                options_hash="opt", message=None, result=result, metrics=flat_metrics(result),
+                case={"case_path": None, "model_path": "model.onnx", "target": "stm32n6"},
+                findings=[{"bug_id": "sw-split", "status": status,
+                           "evidence": {"signature": "epochs_sw > 0", "reproducer": True}}],
+            )])
+            store.finish_run(run, status="passed", exitstatus=0)
+        index = render_dashboard(store, tmp_path / "site", bugs_dir=bugs)
+    matrix = html.unescape((index.parent / "matrix.html").read_text(encoding="utf-8"))
+    assert re.findall(r'data-status="([a-z-]+)"', matrix) == [expected]

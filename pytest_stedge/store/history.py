@@ -186,7 +186,7 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
 def finding_columns(store: Store) -> Columns:
     """Every stored finding with its run's start, by bug id, then newest run first, case
     and version: columns ``bug``, ``case``, ``stage``, ``version`` (indices; version -1
-    when not stored), ``run_id``, and as text ``status``, ``evidence`` (JSON, empty when
+    when not stored), ``run_id``, ``group_run`` (the newest run of its run group), and as text ``status``, ``evidence`` (JSON, empty when
     none) and ``started_at`` (``YYYY-MM-DD HH:MM:SS``); ``versions`` by name."""
     sql = """
         SELECT dense_rank() OVER (ORDER BY f.bug_id) - 1 AS bug,
@@ -194,7 +194,11 @@ def finding_columns(store: Store) -> Columns:
                dense_rank() OVER (ORDER BY f.stage) - 1 AS stage,
                CASE WHEN f.version IS NULL THEN -1
                     ELSE dense_rank() OVER (ORDER BY f.version) - 1 END AS version,
-               f.run_id, f.status, coalesce(f.evidence, '') AS evidence,
+               f.run_id,
+               -- the shards of one pipeline are one run: its run group's newest run
+               max(r.run_id) OVER (PARTITION BY coalesce(r.run_group,
+                   'run ' || CAST(r.run_id AS VARCHAR))) AS group_run,
+               f.status, coalesce(f.evidence, '') AS evidence,
                coalesce(strftime(r.started_at, '%Y-%m-%d %H:%M:%S'), '') AS started_at
         FROM findings f JOIN runs r USING (run_id)
         ORDER BY f.bug_id, f.run_id DESC, f.case_name, f.version
