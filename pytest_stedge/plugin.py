@@ -153,9 +153,11 @@ def pytest_collection_modifyitems(
     shard = config.getoption("stedge_shard")
     if not shard:
         return
+    from .items import StedgeItem
     from .shard import parse_shard, select
 
-    kept, dropped = select(items, parse_shard(shard), config.rootpath)
+    kept, dropped = select(items, parse_shard(shard), config.rootpath,
+                           lambda item: isinstance(item, StedgeItem))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

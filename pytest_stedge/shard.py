@@ -12,6 +12,7 @@ durations and pytest-test-groups deals items, not cases; both would split a case
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,17 +49,18 @@ def parse_shard(text: str) -> Shard:
     return Shard(index, count)
 
 
-def select(items: list[pytest.Item], shard: Shard, root: Path) -> tuple[list[pytest.Item], list[pytest.Item]]:
+def select(
+    items: list[pytest.Item], shard: Shard, root: Path, is_case_item: Callable[[pytest.Item], bool]
+) -> tuple[list[pytest.Item], list[pytest.Item]]:
     """Split ``items`` into (kept, deselected) for ``shard``; items that do not come
-    from a case file (other tests in the session) are kept in every shard."""
-    from .items import StedgeItem
-
-    files = sorted({_key(item, root) for item in items if isinstance(item, StedgeItem)})
+    from a case file (other tests in the session: ``is_case_item`` false) are kept in
+    every shard."""
+    files = sorted({_key(item, root) for item in items if is_case_item(item)})
     position = {name: i for i, name in enumerate(files)}
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        if isinstance(item, StedgeItem) and not shard.picks(position[_key(item, root)]):
+        if is_case_item(item) and not shard.picks(position[_key(item, root)]):
             dropped.append(item)
         else:
             kept.append(item)

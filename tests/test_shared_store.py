@@ -168,3 +168,29 @@ def test_ducklake_locations_are_refused_with_what_is_accepted(tmp_path: Path) ->
     assert "postgresql://USER@HOST:PORT/DBNAME" in done.stderr
 
 
+
+
+def test_a_dashboard_read_sees_one_view_while_another_machine_commits(
+    postgres_store: str,
+) -> None:
+    """The dashboard reads ids in one query and names in another: between the two, another
+    session's commit must not show (that gave an IndexError under concurrent writes)."""
+    from pytest_stedge.store.history import item_columns
+
+    def row(case: str) -> ItemRow:
+        return ItemRow(nodeid=f"corpus/{case}/case.toml::generate[4.0.1]", case_name=case,
+                       stage="generate", version="4.0.1", outcome="passed",
+                       metrics={"macc": 1.0}, result={})
+
+    with Store.open(postgres_store) as writer:
+        run_id = writer.begin_run(argv=["pytest"], versions=["4.0.1"])
+        writer.add_items(run_id, [row("b")])
+        with Store.open(postgres_store, read_only=True) as reader, reader.snapshot() as db:
+            before = db.execute("SELECT count(*) FROM items").fetchone()
+            writer.add_items(run_id, [row("a")])  # "a" sorts first: every index would move
+            columns = item_columns(reader, ["macc"], ["4.0.1"])
+            after = db.execute("SELECT count(*) FROM items").fetchone()
+        assert before == after == (1,)
+        assert columns.cases == ["b"] and columns.columns["case"].tolist() == [0]
+        fresh = item_columns(writer, ["macc"], ["4.0.1"])
+        assert fresh.cases == ["a", "b"] and fresh.columns["case"].tolist() == [0, 1]

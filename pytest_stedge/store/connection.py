@@ -332,6 +332,27 @@ class StoreConnection:
             self._in_transaction = False
             db.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Hold the store for reads that must agree with each other (re-entrant; inside a
+        transaction, that transaction's view): every statement of the block sees the store
+        as it was at its start, whatever other sessions commit meanwhile (a shared store
+        written by several machines while a dashboard reads it)."""
+        with self.attached() as db:
+            if self._in_transaction:
+                yield db
+                return
+            db.execute("BEGIN TRANSACTION")
+            self._in_transaction = True
+            try:
+                yield db
+            finally:
+                self._in_transaction = False
+                try:
+                    db.execute("ROLLBACK")  # nothing was written: nothing to keep
+                except duckdb.Error:
+                    pass
+
     def _migrate(self) -> None:
         if self.server and not self.read_only:
             self._migrate_server()

@@ -166,7 +166,7 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
         FROM ranked l LEFT JOIN wide w USING (item)
         ORDER BY l.case_id, l.version_id, l.stage_id
     """
-    with store.attached():  # the file is held for these reads only
+    with store.snapshot():  # the ids and the names from one view of the store
         raw = _fetch(store, sql, {"versions": list(versions), "metrics": wanted})
         cases, stages, outcomes = _names(store)
     keys = ("case", "version", "stage", "outcome", "run_id", "recorded", "identity",
@@ -209,7 +209,7 @@ def finding_columns(store: Store) -> Columns:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
-    with store.attached() as db:  # the file is held for these reads only
+    with store.snapshot() as db:  # the ids and the names from one view of the store
         columns = dict(db.execute(sql).fetchnumpy())
         return Columns(cases=names("case_name"), stages=names("stage"),
                        versions=names("version"), metrics=[], columns=columns,
