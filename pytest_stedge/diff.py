@@ -413,6 +413,26 @@ def expectation_flags(bounds: Sequence[Bound], metrics: Mapping[str, float]) -> 
     return flags
 
 
+def _check_groups(store: Store, names: Sequence[str]) -> None:
+    """Refuse a group that is not stored, or lacks a shard (its cases would be missing)."""
+    from .errors import StoreError
+
+    found = {g["run_group"]: g for g in store.run_groups(names)}
+    for name in names:
+        group = found.get(name)
+        if group is None:
+            known = [g["run_group"] for g in store.run_groups()][:10]
+            raise StoreError(f"no run group {name} in {store.path}; stored groups: "
+                             f"{', '.join(known) or 'none'}")
+        if group["missing"]:
+            total = group["missing"][0].split("/")[1]
+            raise StoreError(
+                f"run group {name} is incomplete: it holds shard {', '.join(group['shards'])} "
+                f"of {total}; missing {', '.join(group['missing'])} (a shard's job failed "
+                "or has not finished)"
+            )
+
+
 def diff_store(
     store: Store,
     base: str,
@@ -421,10 +441,13 @@ def diff_store(
     bands_by_case: Mapping[str, Mapping[str, str]] | None = None,
     default_band: str = "0",
     cases: Mapping[str, Case] | None = None,
+    run_groups: Sequence[str] | None = None,
     metric_bands: Mapping[str, str] | None = None,
 ) -> DiffReport:
     """Compare the newest stored results of ``base`` and ``head``, case by case.
 
+    :param run_groups: only the runs of these run groups (each the shards of one CI
+        pipeline, read as one run); a group that lacks a shard is refused.
     :param metric_bands: per-metric default bands (None: :data:`NOISY_BANDS`).
     :param bands_by_case: ``[baseline]`` bands by case name (else taken from ``cases``).
     :param cases: corpus cases by name; their ``[expect]`` bounds decide newly failing / fixed.
@@ -432,6 +455,8 @@ def diff_store(
     """
     from .errors import StoreError
 
+    if run_groups:
+        _check_groups(store, run_groups)
     stored = store.versions()
     missing = [v for v in (base, head) if v not in stored]
     if missing:
@@ -441,7 +466,7 @@ def diff_store(
         )
     parse_band(default_band)  # fail early, naming the value
     items: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for row in store.metric_rows(versions=[base, head]):
+    for row in store.metric_rows(versions=[base, head], run_groups=run_groups):
         key = (row["case_name"], row["stage"], row["version"])
         item = items.setdefault(
             key,

@@ -41,6 +41,13 @@ def parse_timeout(text: str) -> float:
     return value
 
 
+def _shard(text: str) -> str:
+    """Check ``K/N`` and keep it a string (xdist ships options to workers as data)."""
+    from .shard import parse_shard
+
+    return str(parse_shard(text))
+
+
 def add_store_options(addoption: AddOption, prefix: str = "stedge-") -> None:
     """The store location, for pytest (``--stedge-db``) and ``stedge`` (``--db``)."""
     addoption(
@@ -48,7 +55,8 @@ def add_store_options(addoption: AddOption, prefix: str = "stedge-") -> None:
         dest=f"{prefix.replace('-', '_')}db",
         metavar="PATH",
         default=None,
-        help="DuckDB results store. Default: ini stedge_db, else .stedge/results.duckdb",
+        help="Results store: a DuckDB file, or a shared PostgreSQL database "
+        "(postgresql://USER@HOST:PORT/DB). Default: ini stedge_db, else .stedge/results.duckdb",
     )
 
 
@@ -86,6 +94,23 @@ def add_run_options(addoption: AddOption) -> None:
         default=None,
         help="Kill a stedgeai run after this many seconds; wins over a case's timeout key. "
         "Default: the case's timeout, else ini stedge_timeout, else 600",
+    )
+    addoption(
+        "--stedge-shard",
+        dest="stedge_shard",
+        metavar="K/N",
+        type=_shard,
+        default=None,
+        help="Run the K-th of N shards of the corpus (whole cases, dealt by case file), "
+        "for a CI matrix of N jobs",
+    )
+    addoption(
+        "--stedge-run-group",
+        dest="stedge_run_group",
+        metavar="ID",
+        default=None,
+        help="Store this run as part of the logical run ID (e.g. $CI_PIPELINE_ID): diff, "
+        "gate and dashboard read the runs of a group, one per shard, as one run",
     )
     addoption(
         "--stedge-workdir",

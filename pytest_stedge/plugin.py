@@ -147,6 +147,22 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    shard = config.getoption("stedge_shard")
+    if not shard:
+        return
+    from .items import StedgeItem
+    from .shard import parse_shard, select
+
+    kept, dropped = select(items, parse_shard(shard), config.rootpath,
+                           lambda item: isinstance(item, StedgeItem))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

@@ -26,22 +26,30 @@ from .errors import StoreError
 from .state import WORKERINPUT_KEY, StedgeState
 from .store.database import DEFAULT_PATH, Store
 from .store.journal import Journal, merge_stopped
+from .store.location import Location, display, is_server, parse_location
 from .store.rows import ItemRow, run_label
 from .store.writer import SessionWriter, WriteReport
 
 controller_key = pytest.StashKey["StedgeController"]()
 
 
-def store_path(config: pytest.Config) -> Path:
-    """Where this session's store lives: --stedge-db, ini stedge_db, or the default."""
+def store_path(config: pytest.Config) -> Location:
+    """Where this session's store lives: --stedge-db, ini stedge_db, or the default; a
+    file path (resolved), or a PostgreSQL server's connection string."""
     option = config.getoption("stedge_db")
-    if option:
-        return Path(option).resolve()
     ini = config.getini("stedge_db")
-    if ini:
+    try:
+        location = parse_location(option) if option else parse_location(ini) if ini else None
+    except ValueError as exc:
+        raise pytest.UsageError(f"--stedge-db: {exc}") from None
+    if location is None:
+        return (config.rootpath / DEFAULT_PATH).resolve()
+    if isinstance(location, str):
+        return location
+    if not option:
         base = config.inipath.parent if config.inipath else config.rootpath
-        return (base / str(ini)).resolve()
-    return (config.rootpath / DEFAULT_PATH).resolve()
+        return (base / location).resolve()
+    return location.resolve()
 
 
 def setup_controller(config: pytest.Config, state: StedgeState) -> None:
@@ -50,6 +58,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     Raises UsageError on bad requests, before any run is recorded: a session that stops
     on a usage error leaves no run behind.
     """
+    _refuse_remote_workers(config)
     state.settings.ini_timeout()  # a bad ini limit stops the session before any run
     _finish_on_sigterm()
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
@@ -63,7 +72,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     stored_versions: list[str] = []
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
-            if controller.path.exists():
+            if is_server(controller.path) or Path(controller.path).exists():
                 with Store.open(controller.path, create=False, read_only=True) as store:
                     recordings = store.recordings()
         else:
@@ -87,8 +96,32 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
         state.work.run_uuid = controller.run_uuid
 
 
+def _refuse_remote_workers(config: pytest.Config) -> None:
+    """xdist workers on other hosts (``--tx ssh=...``, ``socket=...``) would get this
+    machine's install paths, board ports and work folder: refuse them, before any run
+    is recorded, and say what serves instead."""
+    specs = getattr(config.option, "tx", None) or []
+    if not specs:
+        return
+    import execnet
+
+    remote = []
+    for text in specs:
+        spec = execnet.XSpec(text.split("*", 1)[-1])  # "4*popen" is four local workers
+        if spec.ssh or spec.socket or getattr(spec, "vagrant_ssh", None):
+            remote.append(text)
+    if remote:
+        raise pytest.UsageError(
+            f"--tx {', '.join(remote)}: pytest-stedge runs xdist workers on this machine "
+            "only (its installs, boards and work folder are this machine's paths). To "
+            "spread a corpus over machines, run one session per machine on its own shard "
+            "into one shared store: pytest corpus --stedge-shard K/N --stedge-run-group ID "
+            "--stedge-db postgresql://USER@HOST/DB (see the README's 'Team store')"
+        )
+
+
 def _load_baseline(
-    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Path
+    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Location
 ) -> None:
     from .diff import BandError, parse_band
     from .gate import Baseline
@@ -166,13 +199,15 @@ class StedgeController:
             "versions": list(versions),
             "baseline": _option(self.config, "stedge_baseline"),
             "host": socket.gethostname(),
+            "run_group": _option(self.config, "stedge_run_group"),
+            "shard": _option(self.config, "stedge_shard"),
             "started_at": datetime.now(timezone.utc).replace(tzinfo=None).isoformat(),
         }
         self.journal = Journal.create(self.path, header)
         try:
             self.run_id = self.store.begin_run(
                 argv=header["argv"], versions=versions, baseline=header["baseline"],
-                run_uuid=run_uuid,
+                run_uuid=run_uuid, run_group=header["run_group"], shard=header["shard"],
             )
         except BaseException:
             self.journal.close(delete=True)
@@ -323,7 +358,9 @@ class StedgeController:
         for error in self.write_errors:
             write(f"NOT STORED: {error}", red=True)
         if self.run_id is not None:
-            write(f"stored as run {self.run_id} in {self.path}")
+            group = _option(self.config, "stedge_run_group")
+            part = f" (run group {group})" if group else ""
+            write(f"stored as run {self.run_id}{part} in {display(self.path)}")
         if self.report_path is not None:
             write(f"report: {self.report_path}")
 
@@ -362,7 +399,7 @@ def _status(exitstatus: int) -> str:
 
 
 def _kept_lines(
-    store: Path, journal: Path, kept: WriteReport, *, journal_full: bool = False
+    store: Location, journal: Path, kept: WriteReport, *, journal_full: bool = False
 ) -> list[str]:
     """What the summary says when the store could not take everything."""
     count = len(kept.unstored)

@@ -138,3 +138,28 @@ SIMPLE_CASE = """\
     [neural_art]
     profile = "default"
     """
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server on 127.0.0.1 with a throwaway data directory, for the
+    session; skips, saying why, when no server binary (or no extension) is installed."""
+    from pgserver import PostgresServer, why_not
+
+    reason = why_not()
+    if reason:
+        pytest.skip(f"no PostgreSQL for the shared-store tests: {reason}")
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_store(postgres_server: Any, request: pytest.FixtureRequest) -> str:
+    """The URL of a new, empty database on the session's server (one per test)."""
+    import re
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
+    return str(postgres_server.create_database(name))

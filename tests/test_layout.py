@@ -89,6 +89,7 @@ def test_top_level_holds_only_the_pytest_flow() -> None:
         "owned_options",  # the case files' `options` check, split from corpus
         # a case's model by hash (record-only cases) and the corpus's recorded runs
         "record_only", "recordings",
+        "shard",  # --stedge-shard K/N
         "retention",  # how long each run's work folder is kept
     }, f"modules outside a wing: {sorted(top)}"
 

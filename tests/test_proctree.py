@@ -21,6 +21,11 @@ pytestmark = pytest.mark.skipif(not proctree.supported(), reason="needs Linux /p
 MARK = "fake-stedgeai-helper"
 
 
+def _mark(tmp_path: Path) -> str:
+    """A helper mark of this test's own: tests on other xdist workers kill theirs by mark."""
+    return f"{MARK}-{os.getpid()}-{tmp_path.name}"
+
+
 def _with_mark(mark: str) -> list[int]:
     """Live processes whose command line holds ``mark``."""
     found = []
@@ -79,13 +84,14 @@ def test_a_timed_out_tool_dies_with_its_setsid_and_double_forked_helpers(tmp_pat
 
 def test_the_fake_tool_helpers_are_real_and_do_not_outlive_the_item(tmp_path: Path) -> None:
     """Without the tree kill the fake's helpers would live on: check they exist first."""
-    exe = _fake(tmp_path, {"spawn": 30, "sleep": 2})
+    mark = _mark(tmp_path)
+    exe = _fake(tmp_path, {"spawn": 30, "sleep": 2, "spawn_mark": mark})
     proc = subprocess.Popen([str(exe), "generate", "--model", "x.onnx"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         def left_the_session() -> list[int]:
             try:
-                return [p for p in _with_mark(MARK) if os.getsid(p) != os.getsid(proc.pid)]
+                return [p for p in _with_mark(mark) if os.getsid(p) != os.getsid(proc.pid)]
             except ProcessLookupError:
                 return []
 
@@ -96,20 +102,21 @@ def test_the_fake_tool_helpers_are_real_and_do_not_outlive_the_item(tmp_path: Pa
     finally:
         proc.kill()
         proc.wait()
-    assert len(_with_mark(MARK)) == 2  # a plain kill of the tool leaves them running
-    for pid in _with_mark(MARK):
+    assert len(_with_mark(mark)) == 2  # a plain kill of the tool leaves them running
+    for pid in _with_mark(mark):
         os.kill(pid, signal.SIGKILL)
-    assert _wait_none(MARK) == []
+    assert _wait_none(mark) == []
 
 
 def test_a_killed_pytest_leaves_no_tool_process(
     pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
 ) -> None:
     """SIGKILL of pytest while the tool runs: its reaper kills the tool and its helpers."""
-    assert _wait_none(MARK) == []
+    mark = _mark(tmp_path)
     from fake_stedgeai import make_install
 
-    make_install(tmp_path / "inst" / "4.0", "4.0.1", config={"*": {"spawn": 60, "sleep": 60}})
+    make_install(tmp_path / "inst" / "4.0", "4.0.1",
+                 config={"*": {"spawn": 60, "sleep": 60, "spawn_mark": mark}})
     corpus = make_corpus({"cnn": SIMPLE_CASE})
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", str(corpus), "-p", "no:cacheprovider",
@@ -119,13 +126,13 @@ def test_a_killed_pytest_leaves_no_tool_process(
     )
     try:
         deadline = time.monotonic() + 60
-        while len(_with_mark(MARK)) < 2 and time.monotonic() < deadline:
+        while len(_with_mark(mark)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(_with_mark(MARK)) == 2, "the fake tool never started its helpers"
+        assert len(_with_mark(mark)) == 2, "the fake tool never started its helpers"
         tools = _with_mark("stedgeai")
         assert tools
     finally:
         proc.kill()
         proc.wait()
-    assert _wait_none(MARK) == []
+    assert _wait_none(mark) == []
     assert _wait_none(str(tmp_path / "inst")) == []  # the fake tool itself

@@ -19,6 +19,7 @@ examples:
   stedge diff 3.0.0 4.0.1 --json > diff.json
   stedge diff 3.0.0 4.0.1 --band +2% --db ci/results.duckdb
   stedge diff 3.0.0 4.0.1 --html reports/diff-3.0.0-4.0.1.html
+  stedge diff 3.0.0 4.0.1 --group nightly-41 --group $CI_PIPELINE_ID --db postgresql://ci@db/stedge
 
 exit status: 0 nothing regressed, 1 a metric regressed beyond its band or newly
 misses its expectation, 2 usage error (e.g. a version without stored results)."""
@@ -60,6 +61,15 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--all", action="store_true", dest="show_unchanged", help="List unchanged metrics too"
     )
     diff.add_argument("--html", metavar="PATH", default=None, help="Also write an HTML page")
+    diff.add_argument(
+        "--group",
+        metavar="ID",
+        action="append",
+        default=[],
+        dest="groups",
+        help="Compare only the runs of these run groups (--stedge-run-group; repeatable: "
+        "e.g. the baseline's pipeline and this one); a group missing a shard is refused",
+    )
     diff.set_defaults(handler=run_diff)
 
 
@@ -80,7 +90,7 @@ def run_diff(args: argparse.Namespace) -> int:
     cases = load_corpus_cases(args.corpus)
     with Store.open(db_path(args), create=False, read_only=True) as store:
         report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases,
-                            metric_bands=metric_bands)
+                            metric_bands=metric_bands, run_groups=args.groups or None)
         if args.html:
             from pytest_stedge.report import render_diff_page
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.options import add_store_options
 
 from .figures import fmt_figure
+
+if TYPE_CHECKING:
+    from pytest_stedge.store.location import Location
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -85,11 +88,19 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     importer.set_defaults(handler=_import)
 
 
-def db_path(args: argparse.Namespace) -> Path:
-    """The store a ``stedge`` command reads: --db, else .stedge/results.duckdb."""
+def db_path(args: argparse.Namespace) -> Location:
+    """The store a ``stedge`` command reads: --db (a file or a PostgreSQL server), else
+    .stedge/results.duckdb."""
+    from pytest_stedge.errors import StoreError
     from pytest_stedge.store.database import DEFAULT_PATH
+    from pytest_stedge.store.location import parse_location
 
-    return Path(args.db) if getattr(args, "db", None) else DEFAULT_PATH
+    if not getattr(args, "db", None):
+        return DEFAULT_PATH
+    try:
+        return parse_location(args.db)
+    except ValueError as exc:
+        raise StoreError(f"--db: {exc}") from None
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -111,6 +122,8 @@ def _runs(args: argparse.Namespace) -> int:
             f"{run['run_id']:>4}  {run['started_at'] or '':<19}  {run['status']:<11}  "
             f"{versions:<16}  {run['items']:>5}  {run['passed']:>4}  {run['failed']:>4}  "
             f"{run['skipped']:>4}"
+            + (f"  group {run['run_group']}" if run.get("run_group") else "")
+            + (f" shard {run['shard']}" if run.get("shard") else "")
         )
     return 0
 
@@ -156,7 +169,7 @@ def _migrate(args: argparse.Namespace) -> int:
             when = applied.get(step.name)
             print(f"{step.name:<32} {'applied ' + str(when) if when else 'pending'}")
     else:
-        print(f"{db_path(args)}: {len(applied)} migrations applied, schema up to date")
+        print(f"{store.path}: {len(applied)} migrations applied, schema up to date")
     return 0
 
 
@@ -183,12 +196,12 @@ def _import(args: argparse.Namespace) -> int:
             for journal in journals:
                 done = merge(store, journal)
                 print(f"merged journal {journal}: run {done['run_id']} ({done['status']}), "
-                      f"{done['added']} item(s) added to {db_path(args)}")
+                      f"{done['added']} item(s) added to {store.path}")
         return 0
     read_manifest(source)  # refuse a bad bundle before creating a store
     with Store.open(db_path(args)) as store:
         counts = import_bundle(store, source)
-    print(f"imported {counts['imported']} run(s) into {db_path(args)}; "
+    print(f"imported {counts['imported']} run(s) into {store.path}; "
           f"{counts['skipped']} already there")
     return 0
 
@@ -201,7 +214,7 @@ def _journals_in(source: Path, suffix: str) -> list[Path]:
     return []
 
 
-def _journal_note(store: Path) -> None:
+def _journal_note(store: Location) -> None:
     """Say so when stopped sessions left items in journals the store does not hold yet."""
     import sys
 

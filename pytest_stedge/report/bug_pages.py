@@ -120,6 +120,7 @@ def bug_findings(cols: Columns) -> Iterator[tuple[str, list[FindingView], dict[i
                 "stage": cols.stages[int(c["stage"][i])],
                 "version": cols.versions[version] if version >= 0 else None,
                 "run_id": run_id,
+                "group_run": int(c["group_run"][i]),
                 "evidence": json.loads(evidence) if evidence else None,
             }))
             started.setdefault(run_id, str(c["started_at"][i]))

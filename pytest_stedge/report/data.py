@@ -98,6 +98,7 @@ class FindingView:
     stage: str = field(metadata=_h("the stage"))
     version: str = field(default="", metadata=_h("toolchain version"))
     run_id: int = field(default=0, metadata=_h("the run that stored it"))
+    group_run: int = field(default=0, metadata=_h("newest run of its run group (shards of one pipeline are one run)"))
     evidence: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(metric, value) pairs the signature read"))
     signature: str = field(default="", metadata=_h("the signature evaluated, empty when not stored"))
     reproducer: bool = field(default=False, metadata=_h("the case reproduces this bug (its statuses decide), else a match elsewhere"))
@@ -269,6 +270,7 @@ def _finding_view(row: Mapping[str, Any]) -> FindingView:
         stage=str(row["stage"]),
         version=str(row.get("version") or ""),
         run_id=int(row.get("run_id") or 0),
+        group_run=int(row.get("group_run") or row.get("run_id") or 0),
         evidence=pairs,
         signature=str(evidence.get("signature") or "") if isinstance(evidence, dict) else "",
         reproducer=bool(evidence.get("reproducer")) if isinstance(evidence, dict) else False,

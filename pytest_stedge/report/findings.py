@@ -23,6 +23,7 @@ class FindingView(Protocol):
     stage: str
     version: str
     run_id: int
+    group_run: int  # the newest run of its run group (0: not known, use run_id)
     reproducer: bool
     evidence: list[tuple[str, str]]
 
@@ -49,6 +50,12 @@ class VersionStatus:
         return STATUS_TEXT[self.status]
 
 
+def _run_of(finding: FindingView) -> int:
+    """The run a finding counts in: its run group's newest run (the shards of one CI
+    pipeline are one run), else its own."""
+    return finding.group_run or finding.run_id
+
+
 def decides(finding: FindingView, reproducers: Iterable[str]) -> bool:
     """Whether this finding comes from one of the bug's reproducers."""
     return finding.reproducer or finding.case_name in set(reproducers)
@@ -61,14 +68,15 @@ def version_status(findings: Sequence[FindingView], reproducers: Sequence[str]) 
     decisive = [f for f in findings if decides(f, reproducers)]
     matched = [f for f in findings if not decides(f, reproducers) and f.status == "reproduced"]
     if not decisive:
-        newest = max((f.run_id for f in matched), default=0)
-        return VersionStatus("not-run", None, newest, sum(1 for f in matched if f.run_id == newest))
-    newest = max(f.run_id for f in decisive)
-    current = [f for f in decisive if f.run_id == newest]
+        newest = max((_run_of(f) for f in matched), default=0)
+        return VersionStatus("not-run", None, newest, sum(1 for f in matched if _run_of(f) == newest))
+    # the newest run of a run group: the shards of one CI pipeline are one run
+    newest = max(_run_of(f) for f in decisive)
+    current = [f for f in decisive if _run_of(f) == newest]
     statuses = {f.status for f in current}
     status = next((s for s in ("reproduced", "not-reproduced") if s in statuses), "unknown")
     deciding = next(f for f in current if f.status == status or status == "unknown")
-    elsewhere = sum(1 for f in matched if f.run_id == newest)
+    elsewhere = sum(1 for f in matched if _run_of(f) == newest)
     return VersionStatus(status, deciding, newest, elsewhere)
 
 

@@ -46,16 +46,10 @@ def insert_columns(
 
     Values may be None (NULL). Types are cast to the table's own by DuckDB.
     """
-    import numpy as np
-
     verb = {"replace": "INSERT OR REPLACE INTO", "ignore": "INSERT OR IGNORE INTO",
             "error": "INSERT INTO"}[on_conflict]
-    arrays = {name: _array(np, values) for name, values in data.items()}
-    db.register(_VIEW, arrays)
-    try:
+    with frames(db, **{_VIEW: data}):
         db.execute(f"{verb} {table} BY NAME SELECT * FROM {_VIEW}")
-    finally:
-        db.unregister(_VIEW)
 
 
 @contextmanager
@@ -63,13 +57,21 @@ def frames(db: duckdb.DuckDBPyConnection, **tables: dict[str, Sequence[Any]]) ->
     """Register each ``name={column: values}`` as a view for the block (then unregister)."""
     import numpy as np
 
+    arrays = {name: {c: _array(np, v) for c, v in data.items()} for name, data in tables.items()}
+    longest = max((len(a) for t in arrays.values() for a in t.values()), default=0)
+    # DuckDB types an object column from a sample of its values (1,000 by default); DuckDB
+    # 1.5 fails on a column with no value in the sample ("no attribute first_valid_index":
+    # it asks the array a pandas question). A sample as long as the columns always finds one
+    # or knows the column is all NULL; the sample's cost is linear (0.3 s per 200,000 rows).
+    db.execute(f"SET pandas_analyze_sample = {max(longest, 1000)}")
     try:
-        for name, data in tables.items():
-            db.register(name, {c: _array(np, v) for c, v in data.items()})
+        for name, columns in arrays.items():
+            db.register(name, columns)
         yield
     finally:
         for name in tables:
             db.unregister(name)
+        db.execute("RESET pandas_analyze_sample")
 
 
 def _array(np: Any, values: Sequence[Any]) -> Any:

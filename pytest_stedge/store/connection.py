@@ -27,6 +27,7 @@ import duckdb
 from pytest_stedge import __version__
 from pytest_stedge.errors import StoreBusyError, StoreError, StoreVersionError
 
+from .location import display, is_server
 from .migrations import MIGRATIONS
 
 CATALOG = "stedge"
@@ -164,13 +165,17 @@ class StoreConnection:
     """
 
     def __init__(self, path: str, *, read_only: bool = False, wait_s: float = DEFAULT_WAIT_S) -> None:
-        self.path = path
+        self.location = path
+        self.server = is_server(path)  # a PostgreSQL server (see .server), not a file
+        self.path = display(path)  # what messages show: a password is masked
         self.read_only = read_only
         self.wait_s = wait_s
         self.db = connect_memory()
         self._depth = 0
         self._writing = False
         self._in_transaction = False
+        if self.server:
+            self._attach_server()
 
     # -- opening -----------------------------------------------------------------
 
@@ -191,7 +196,7 @@ class StoreConnection:
         :param wait_s: how long to wait for another process to release the file.
         """
         name = str(path)
-        if name != MEMORY:
+        if name != MEMORY and not is_server(name):
             check_location(Path(name), create=create and not read_only)
             if not Path(name).exists():
                 cls._create(Path(name))
@@ -247,7 +252,7 @@ class StoreConnection:
         """
         if write and self.read_only:
             raise StoreError(f"store {self.path} was opened read-only; this needs to write")
-        if self.path == MEMORY:
+        if self.path == MEMORY or self.server:  # always attached: nothing to take turns on
             yield from self._guarded()
             return
         if self._depth:
@@ -282,6 +287,10 @@ class StoreConnection:
         try:
             yield self.db
         except duckdb.Error as exc:
+            if self.server:
+                from .server import server_error
+
+                raise server_error(exc, self.location) from None
             raise translate(exc, self.path) from None
         except OSError as exc:
             raise translate(exc, self.path) from None
@@ -289,6 +298,17 @@ class StoreConnection:
     def _reset(self) -> None:
         self.close()
         self.db = connect_memory()
+        if self.server:
+            self._attach_server()
+
+    def _attach_server(self) -> None:
+        from .server import attach_server
+
+        try:
+            attach_server(self.db, self.location, CATALOG, read_only=self.read_only)
+        except BaseException:
+            self.close()
+            raise
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -312,7 +332,31 @@ class StoreConnection:
             self._in_transaction = False
             db.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Hold the store for reads that must agree with each other (re-entrant; inside a
+        transaction, that transaction's view): every statement of the block sees the store
+        as it was at its start, whatever other sessions commit meanwhile (a shared store
+        written by several machines while a dashboard reads it)."""
+        with self.attached() as db:
+            if self._in_transaction:
+                yield db
+                return
+            db.execute("BEGIN TRANSACTION")
+            self._in_transaction = True
+            try:
+                yield db
+            finally:
+                self._in_transaction = False
+                try:
+                    db.execute("ROLLBACK")  # nothing was written: nothing to keep
+                except duckdb.Error:
+                    pass
+
     def _migrate(self) -> None:
+        if self.server and not self.read_only:
+            self._migrate_server()
+            return
         with self.attached(write=not self.read_only) as db:
             self._check_size(db)
             if self.read_only:
@@ -336,13 +380,44 @@ class StoreConnection:
                 step.apply(self.db)
                 self.db.execute("INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()])
 
+    def _migrate_server(self) -> None:
+        """All pending migrations in one transaction under the server's migration lock
+        (sessions starting together on a new store migrate it once, in turn)."""
+        from .server import lock_migrations, raced
+
+        for attempt in range(5):
+            try:
+                self._migrate_server_once(lock_migrations)
+                return
+            except StoreError as exc:
+                if attempt == 4 or not raced(exc):
+                    raise
+                # Another session migrated while we waited for the lock, and our snapshot
+                # predates its commit: forget DuckDB's copy of the catalog and look again.
+                self.db.execute("CALL pg_clear_cache()")
+
+    def _migrate_server_once(self, lock_migrations: Any) -> None:
+        with self.transaction():
+            lock_migrations(self.db, CATALOG)
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS _stedge_migrations "
+                "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
+            )
+            pending = self._pending_migrations(self.db)
+            for step in MIGRATIONS:
+                if step.name in pending:
+                    step.apply(self.db)
+                    self.db.execute(
+                        "INSERT INTO _stedge_migrations VALUES (?, ?)", [step.name, _now()]
+                    )
+
     def _check_size(self, db: duckdb.DuckDBPyConnection) -> None:
         """Refuse a truncated file: shorter than the blocks its header counts and cut
         between two blocks (DuckDB would read past its end and fail later, half-way
         through a write). Either sign alone is no proof: with a WAL pending a healthy file
         is shorter than its count, and a write cut by a full disk leaves a partial block
         past it."""
-        if self.path == MEMORY:
+        if self.path == MEMORY or self.server:
             return
         row = db.execute(
             "SELECT block_size, total_blocks FROM pragma_database_size() "

@@ -23,7 +23,7 @@ from pytest_stedge.errors import StoreError
 from pytest_stedge.result import METRICS
 
 from .bulk import frames, insert_rows
-from .connection import DEFAULT_WAIT_S, MEMORY, StoreConnection
+from .connection import CATALOG, DEFAULT_WAIT_S, MEMORY, StoreConnection
 from .rows import ItemRow
 
 __all__ = ["DEFAULT_PATH", "DEFAULT_WAIT_S", "MEMORY", "ItemRow", "Store"]
@@ -60,18 +60,29 @@ class Store(StoreConnection):
         run_uuid: str | None = None,
         status: str = "running",
         started_at: datetime | None = None,
+        run_group: str | None = None,
+        shard: str | None = None,
     ) -> int:
         """Record a new run (``running`` unless told) and return its id.
 
         :param run_uuid: the run's identity across stores (default: a new one); a journal
             merged later finds its run by it.
+        :param run_group: the logical run this one is part of (the shards of one CI
+            pipeline); diff, gate and dashboard read a group as one run.
+        :param shard: ``K/N`` when the session ran one shard of the corpus.
         """
         with self.transaction():
-            row = self.db.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()
-            run_id = int(row[0]) if row else 1
+            if self.server:  # many sessions begin at once: the server hands out the ids
+                from .server import next_run_id
+
+                run_id = next_run_id(self.db, CATALOG)
+            else:
+                row = self.db.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()
+                run_id = int(row[0]) if row else 1
             self.db.execute(
                 "INSERT INTO runs (run_id, run_uuid, started_at, status, host, argv, versions,"
-                " baseline, plugin_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " baseline, plugin_version, run_group, shard) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     run_id,
                     run_uuid or uuid.uuid4().hex,
@@ -82,6 +93,8 @@ class Store(StoreConnection):
                     json.dumps(list(versions)),
                     baseline,
                     __version__,
+                    run_group,
+                    shard,
                 ],
             )
         return run_id
@@ -131,6 +144,19 @@ class Store(StoreConnection):
         rows = list(rows)
         if not rows:
             return
+        for attempt in range(5 if self.server else 1):
+            try:
+                self._add_items_once(run_id, rows, replace)
+                return
+            except StoreError as exc:
+                from .server import is_unique_violation
+
+                # Two sessions stored the same new case at once: the server refused the
+                # second; its next attempt sees the first one's row and skips it.
+                if attempt == 4 or not (self.server and is_unique_violation(exc)):
+                    raise
+
+    def _add_items_once(self, run_id: int, rows: list[ItemRow], replace: bool) -> None:
         now = _now()
         cases = {
             (r.case_name, r.model_sha256, r.options_hash): (
@@ -170,7 +196,14 @@ class Store(StoreConnection):
                 metric_value.append(float(value))
         conflict = "replace" if replace else "ignore"
         with self.transaction():
-            insert_rows(self.db, "cases", CASE_COLUMNS, list(cases.values()), on_conflict="ignore")
+            if self.server:
+                # DuckDB's INSERT OR REPLACE/IGNORE on a PostgreSQL table checks conflicts
+                # row by row over the wire (100 items: 20 s); plain INSERTs go as one COPY.
+                cases = self._unstored_cases(cases)
+                if replace:
+                    self._delete_items(run_id, [r.nodeid for r in rows])
+            insert_rows(self.db, "cases", CASE_COLUMNS, list(cases.values()),
+                        on_conflict="error" if self.server else "ignore")
             if not replace:  # keep what is stored: drop the new rows of stored items
                 stored = self.item_nodeids(run_id)
                 keep = [i for i, r in enumerate(rows) if r.nodeid not in stored]
@@ -181,6 +214,8 @@ class Store(StoreConnection):
                 metric_item = [t[0] for t in triples]
                 metric_name = [t[1] for t in triples]
                 metric_value = [t[2] for t in triples]
+            if self.server:
+                conflict = "error"  # nothing left to conflict with: stored items are gone
             insert_rows(self.db, "items", ITEM_COLUMNS, items, on_conflict=conflict)
             insert_rows(self.db, "findings", FINDING_COLUMNS, findings, on_conflict=conflict)
             if metric_item:
@@ -204,7 +239,8 @@ class Store(StoreConnection):
             "metric": ordered,
             "unit": [METRICS[n].unit if n in METRICS else None for n in ordered],
         }
-        verb = "INSERT OR REPLACE INTO" if conflict == "replace" else "INSERT OR IGNORE INTO"
+        verb = {"replace": "INSERT OR REPLACE INTO", "ignore": "INSERT OR IGNORE INTO",
+                "error": "INSERT INTO"}[conflict]
         with frames(self.db, _stedge_keys=keys, _stedge_names=metric_names,
                     _stedge_values={"item": item, "name": name, "value": value}):
             self.db.execute(
@@ -215,6 +251,28 @@ class Store(StoreConnection):
                 [run_id],
             )
 
+    def _unstored_cases(self, cases: dict[Any, tuple[Any, ...]]) -> dict[Any, tuple[Any, ...]]:
+        """The ``cases`` rows the store does not hold yet (inside the write transaction)."""
+        if not cases:
+            return cases
+        names = sorted({key[0] for key in cases})
+        stored = {
+            tuple(row) for row in self.db.execute(
+                "SELECT case_name, model_sha256, options_hash FROM cases WHERE case_name IN "
+                f"({', '.join('?' for _ in names)})", names,
+            ).fetchall()
+        }
+        return {key: row for key, row in cases.items() if key not in stored}
+
+    def _delete_items(self, run_id: int, nodeids: list[str]) -> None:
+        """Delete the stored rows of these items of ``run_id`` (to replace them)."""
+        marks = ", ".join("?" for _ in nodeids)
+        for table in ("metrics", "findings", "items"):
+            self.db.execute(
+                f"DELETE FROM {table} WHERE run_id = ? AND nodeid IN ({marks})",
+                [run_id, *nodeids],
+            )
+
     def item_nodeids(self, run_id: int) -> set[str]:
         """Node ids of the items stored for ``run_id``."""
         return {str(r[0]) for r in self._rows("SELECT nodeid FROM items WHERE run_id = ?", [run_id])}
@@ -223,7 +281,7 @@ class Store(StoreConnection):
         """Runs, newest first, with their item counts by outcome."""
         sql = (
             "SELECT r.run_id, r.started_at, r.finished_at, r.status, r.exitstatus, r.host, "
-            "r.versions, r.baseline, r.argv, "
+            "r.versions, r.baseline, r.argv, r.run_group, r.shard, "
             "count(i.nodeid) AS items, "
             "count(*) FILTER (WHERE i.outcome = 'passed') AS passed, "
             "count(*) FILTER (WHERE i.outcome IN ('failed', 'error')) AS failed, "
@@ -273,7 +331,8 @@ class Store(StoreConnection):
         return [str(r[0]) for r in rows]
 
     def metric_rows(
-        self, *, versions: Sequence[str] | None = None, latest_only: bool = True
+        self, *, versions: Sequence[str] | None = None, latest_only: bool = True,
+        run_groups: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Long-form metrics (run_id, case_name, stage, version, metric, value, unit, outcome,
         model_sha256, options_hash, started_at).
@@ -286,6 +345,9 @@ class Store(StoreConnection):
         if versions:
             where += f" AND i.version IN ({', '.join('?' for _ in versions)})"
             params += list(versions)
+        if run_groups:  # only the runs of these logical runs (the shards of a pipeline)
+            where += f" AND r.run_group IN ({', '.join('?' for _ in run_groups)})"
+            params += list(run_groups)
         sql = f"""
             WITH latest AS (
                 SELECT i.run_id, i.nodeid, i.case_name, i.stage, i.version, i.outcome,
@@ -323,10 +385,42 @@ class Store(StoreConnection):
         item["metrics"] = {r["metric"]: r["value"] for r in metrics}
         return item
 
+    def run_groups(self, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Logical runs (``--stedge-run-group``), newest first: ``run_group``, ``run_ids``,
+        ``shards`` (``K/N`` each), ``items``, ``failed``, ``statuses``, ``started_at``, and
+        ``complete`` (every shard 1..N of the group is stored, or it was not sharded).
+
+        :param names: only these groups (default: all).
+        """
+        where = "r.run_group IS NOT NULL"
+        params: list[Any] = []
+        if names:
+            where += f" AND r.run_group IN ({', '.join('?' for _ in names)})"
+            params += list(names)
+        rows = self._dicts(
+            "SELECT r.run_group, list(DISTINCT r.run_id ORDER BY r.run_id) AS run_ids, "
+            "list(DISTINCT r.shard ORDER BY r.shard) FILTER (WHERE r.shard IS NOT NULL) AS shards, "
+            "list(DISTINCT r.status ORDER BY r.status) AS statuses, "
+            "min(r.started_at) AS started_at, count(i.nodeid) AS items, "
+            "count(i.nodeid) FILTER (WHERE i.outcome IN ('failed', 'error')) AS failed "
+            f"FROM runs r LEFT JOIN items i USING (run_id) WHERE {where} "
+            "GROUP BY r.run_group ORDER BY max(r.run_id) DESC",
+            params,
+        )
+        for row in rows:
+            row["shards"] = list(row["shards"] or [])
+            row["missing"] = missing_shards(row["shards"])
+            row["complete"] = not row["missing"]
+        return rows
+
     def findings(self, *, bug_id: str | None = None) -> list[dict[str, Any]]:
-        """Stored findings (newest run first), with the run's start time."""
+        """Stored findings (newest run first), with the run's start time and
+        ``group_run``: the newest run of its run group (its own id when not grouped), so
+        the shards of one pipeline count as one run."""
         sql = (
-            "SELECT f.*, r.started_at FROM findings f JOIN runs r USING (run_id)"
+            "SELECT f.*, r.started_at, max(r.run_id) OVER (PARTITION BY "
+            "coalesce(r.run_group, 'run ' || CAST(r.run_id AS VARCHAR))) AS group_run "
+            "FROM findings f JOIN runs r USING (run_id)"
             + (" WHERE f.bug_id = ?" if bug_id else "")
             + " ORDER BY f.run_id DESC, f.case_name, f.version"
         )
@@ -415,3 +509,13 @@ def writable(path: Path | str) -> bool:
     """Whether the store file (or its folder, for a new store) can be written by us."""
     file = Path(path)
     return os.access(file if file.exists() else file.parent, os.W_OK)
+
+
+def missing_shards(shards: Sequence[str]) -> list[str]:
+    """Shards ``K/N`` a group of ``shards`` lacks (none when it was not sharded)."""
+    counts = {int(s.split("/")[1]) for s in shards}
+    if not counts:
+        return []
+    have = {s for s in shards}
+    want = {f"{k}/{n}" for n in counts for k in range(1, n + 1)}
+    return sorted(want - have, key=lambda s: tuple(int(x) for x in s.split("/")))

@@ -166,7 +166,7 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
         FROM ranked l LEFT JOIN wide w USING (item)
         ORDER BY l.case_id, l.version_id, l.stage_id
     """
-    with store.attached():  # the file is held for these reads only
+    with store.snapshot():  # the ids and the names from one view of the store
         raw = _fetch(store, sql, {"versions": list(versions), "metrics": wanted})
         cases, stages, outcomes = _names(store)
     keys = ("case", "version", "stage", "outcome", "run_id", "recorded", "identity",
@@ -186,7 +186,7 @@ def item_columns(store: Store, metrics: Sequence[str], versions: Sequence[str]) 
 def finding_columns(store: Store) -> Columns:
     """Every stored finding with its run's start, by bug id, then newest run first, case
     and version: columns ``bug``, ``case``, ``stage``, ``version`` (indices; version -1
-    when not stored), ``run_id``, and as text ``status``, ``evidence`` (JSON, empty when
+    when not stored), ``run_id``, ``group_run`` (the newest run of its run group), and as text ``status``, ``evidence`` (JSON, empty when
     none) and ``started_at`` (``YYYY-MM-DD HH:MM:SS``); ``versions`` by name."""
     sql = """
         SELECT dense_rank() OVER (ORDER BY f.bug_id) - 1 AS bug,
@@ -194,7 +194,11 @@ def finding_columns(store: Store) -> Columns:
                dense_rank() OVER (ORDER BY f.stage) - 1 AS stage,
                CASE WHEN f.version IS NULL THEN -1
                     ELSE dense_rank() OVER (ORDER BY f.version) - 1 END AS version,
-               f.run_id, f.status, coalesce(f.evidence, '') AS evidence,
+               f.run_id,
+               -- the shards of one pipeline are one run: its run group's newest run
+               max(r.run_id) OVER (PARTITION BY coalesce(r.run_group,
+                   'run ' || CAST(r.run_id AS VARCHAR))) AS group_run,
+               f.status, coalesce(f.evidence, '') AS evidence,
                coalesce(strftime(r.started_at, '%Y-%m-%d %H:%M:%S'), '') AS started_at
         FROM findings f JOIN runs r USING (run_id)
         ORDER BY f.bug_id, f.run_id DESC, f.case_name, f.version
@@ -205,7 +209,7 @@ def finding_columns(store: Store) -> Columns:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
-    with store.attached() as db:  # the file is held for these reads only
+    with store.snapshot() as db:  # the ids and the names from one view of the store
         columns = dict(db.execute(sql).fetchnumpy())
         return Columns(cases=names("case_name"), stages=names("stage"),
                        versions=names("version"), metrics=[], columns=columns,

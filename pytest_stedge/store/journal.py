@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.errors import StoreError
 
+from .location import journal_dir_of
 from .rows import ItemRow
 
 if TYPE_CHECKING:
@@ -41,8 +42,9 @@ _ROW_FIELDS = set(ItemRow.__dataclass_fields__)
 
 
 def journal_dir(store_path: Path | str) -> Path:
-    """The folder of journals beside the store ``store_path``."""
-    return Path(f"{store_path}.journal")
+    """The folder of journals of the store ``store_path``: beside a file store; on this
+    machine for a server store (see :func:`.location.journal_dir_of`)."""
+    return journal_dir_of(store_path)
 
 
 class Journal:
@@ -215,6 +217,8 @@ def merge(store: Store, path: Path) -> dict[str, Any]:
                 baseline=run.get("baseline"),
                 host=run.get("host"),
                 run_uuid=run["run_uuid"],
+                run_group=run.get("run_group"),
+                shard=run.get("shard"),
                 started_at=datetime.fromisoformat(started) if started else None,
             )
         before = store.item_nodeids(run_id)

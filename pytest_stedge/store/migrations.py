@@ -27,6 +27,26 @@ class Migration:
 MIGRATIONS: list[Migration] = []
 
 
+def add_column(db: duckdb.DuckDBPyConnection, table: str, column: str, *, default: str) -> None:
+    """``ALTER TABLE table ADD COLUMN column DEFAULT default`` on a file or a server store.
+
+    DuckDB cannot ALTER a PostgreSQL table's default, so there the default is set by
+    PostgreSQL itself and the existing rows are filled in. ``table``, ``column`` and
+    ``default`` are ours, never user input.
+    """
+    row = db.execute(
+        "SELECT type FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()
+    if row is None or row[0] != "postgres":
+        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} DEFAULT {default}")
+        return
+    name = column.split()[0]
+    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+    sql = f"ALTER TABLE {table} ALTER COLUMN {name} SET DEFAULT {default}"
+    db.execute("CALL postgres_execute(current_database(), ?)", [sql])
+    db.execute(f"UPDATE {table} SET {name} = {default}")
+
+
 def migration(name: str) -> Callable[[MigrationFn], MigrationFn]:
     """Register ``fn`` as the migration ``name``; names are unique and ordered."""
 
@@ -159,5 +179,14 @@ def _recording_history(db: duckdb.DuckDBPyConnection) -> None:
     # `stedge ingest` records a run of its own (the history of every ingest) and checks
     # the outputs against the case; a mismatch stored with --force is not comparable.
     db.execute("ALTER TABLE recordings ADD COLUMN run_id INTEGER")
-    db.execute("ALTER TABLE recordings ADD COLUMN comparable BOOLEAN DEFAULT TRUE")
+    add_column(db, "recordings", "comparable BOOLEAN", default="TRUE")
     db.execute("ALTER TABLE recordings ADD COLUMN note VARCHAR")
+
+
+@migration("0005_run_groups")
+def _run_groups(db: duckdb.DuckDBPyConnection) -> None:
+    # Shards of one CI pipeline (--stedge-shard K/N) are one logical run: they share a
+    # run group (--stedge-run-group, e.g. $CI_PIPELINE_ID), which diff, gate and dashboard
+    # read as one run. NULL: the run is a group of its own.
+    db.execute("ALTER TABLE runs ADD COLUMN run_group VARCHAR")
+    db.execute("ALTER TABLE runs ADD COLUMN shard VARCHAR")  # 'K/N', NULL when unsharded

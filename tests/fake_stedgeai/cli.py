@@ -21,7 +21,7 @@ def _injected(faults: dict[str, Any]) -> int | None:
     """Apply run-level faults; returns an exit status when the run must stop here."""
     sys.stdout.flush()  # a killed run must still show what it printed
     if faults.get("spawn"):
-        _spawn_helpers(float(faults["spawn"]))
+        _spawn_helpers(float(faults["spawn"]), str(faults.get("spawn_mark") or HELPER_MARK))
     if faults.get("sleep"):
         time.sleep(float(faults["sleep"]))
     if faults.get("hang"):
@@ -47,10 +47,11 @@ def _injected(faults: dict[str, Any]) -> int | None:
 HELPER_MARK = "fake-stedgeai-helper"
 
 
-def _spawn_helpers(seconds: float) -> None:
+def _spawn_helpers(seconds: float, mark: str = HELPER_MARK) -> None:
     """Start two helper processes that outlive a plain kill of the tool: one that calls
     setsid (a session of its own), and one that double-forks away (its parent exits,
-    it is re-parented), as compilers and license daemons do. Each sleeps ``seconds``."""
+    it is re-parented), as compilers and license daemons do. Each sleeps ``seconds``; its
+    command line carries ``mark`` (a test finds its own helpers in /proc by it)."""
     import subprocess
 
     code = (
@@ -62,7 +63,7 @@ def _spawn_helpers(seconds: float) -> None:
     )
     for how in ("setsid", "detach"):
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(seconds), how, HELPER_MARK],
+            [sys.executable, "-c", code, str(seconds), how, mark],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         if how == "detach":
