@@ -103,15 +103,13 @@ def _meets(bound: Bound, value: float) -> bool:
     slack_max = bound.abs + bound.rel * abs(bound.max) if bound.max is not None else 0.0
     if bound.min is not None and value < bound.min - slack_min:
         return False
-    if bound.max is not None and value > bound.max + slack_max:
-        return False
-    return True
+    return not (bound.max is not None and value > bound.max + slack_max)
 
 
 def format_misses(title: str, misses: Sequence[Miss], *, hint: str | None = None) -> str:
     """The failure message: a header, then one row per missed metric."""
-    lines = [f"{title}: {len(misses)} metric{'s' if len(misses) != 1 else ''} missed "
-             "their expectations."]
+    lines = [(f"{title}: {len(misses)} metric{'s' if len(misses) != 1 else ''} missed "
+              "their expectations.")]
     if hint:
         lines.append(hint)
     lines.append("")

@@ -152,8 +152,8 @@ def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [
-            f"{title}: {len(verdict.failing_changes)} metric(s) moved beyond their band "
-            f"against {verdict.baseline_version}."
+            (f"{title}: {len(verdict.failing_changes)} metric(s) moved beyond their band "
+             f"against {verdict.baseline_version}.")
         ]
         if hint:
             lines.append(hint)

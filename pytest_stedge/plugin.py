@@ -68,12 +68,12 @@ def pytest_configure(config: pytest.Config) -> None:
         # A malformed case.toml is a collection error, and the other cases still run.
         config.option.continue_on_collection_errors = True
         baseline = config.getoption("stedge_baseline")
-        if baseline and baseline in (config.getoption("stedge_version") or []):
-            # The baseline runs in this session: every version of a case must run on the
-            # same xdist worker, baseline first. A case is a file, so --dist loadfile does
-            # it (xdist_group would too, but pytest 9.2 ignores xdist 3.8's nodeid suffix).
-            if getattr(config.option, "dist", "no") == "load":
-                config.option.dist = "loadfile"
+        # The baseline runs in this session: every version of a case must run on the same
+        # xdist worker, baseline first. A case is a file, so --dist loadfile does it
+        # (xdist_group would too, but pytest 9.2 ignores xdist 3.8's nodeid suffix).
+        if (baseline and baseline in (config.getoption("stedge_version") or [])
+                and getattr(config.option, "dist", "no") == "load"):
+            config.option.dist = "loadfile"
 
 
 @pytest.hookimpl(tryfirst=True)

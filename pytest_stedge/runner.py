@@ -23,7 +23,7 @@ _STAGE_COMMAND = {
 # Strings first, so "//" inside a value ("//server/share/x.mpool") is kept; then comments
 # and trailing commas, which ST's tools accept and json does not.
 _STRING = r'"(?:\\.|[^"\\])*"'
-_COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
+_COMMENTS_RE = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.DOTALL)
 _TRAILING_COMMAS_RE = re.compile(_STRING + r"|,(?=\s*[}\]])")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 # numpy cannot be loaded twice in one process.
 import duckdb  # noqa: F401
 import numpy  # noqa: F401
-import onnx  # noqa: F401
+import onnx
 import onnxruntime  # noqa: F401
 import pytest
 
@@ -64,7 +64,6 @@ def shared_dir() -> Path:
 def make_conv_model(path: Path, channels: int = 8, size: int = 16, layers: int = 2) -> Path:
     """A small float Conv+Relu chain (deterministic), written to ``path``."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)

@@ -56,9 +56,9 @@ def test_nothing_listening_at_a_socket_url(sim: BoardSimulator) -> None:
 def test_port_held_by_another_program(model: Path) -> None:
     with BoardSimulator(model) as sim:
         path = sim.start_pty()
-        with serial.Serial(path, exclusive=True):  # e.g. a terminal left open
-            with pytest.raises(BoardBusyError, match="held by another program"):
-                BoardClient(f"serial:{path}", timeouts=FAST).connect()
+        with (serial.Serial(path, exclusive=True),  # e.g. a terminal left open
+              pytest.raises(BoardBusyError, match="held by another program")):
+            BoardClient(f"serial:{path}", timeouts=FAST).connect()
         with BoardClient(f"serial:{path}", timeouts=FAST) as board:  # released: works again
             assert board.network_info().name == "network"
 
@@ -114,16 +114,16 @@ def test_timeout_mid_inference_reports_what_arrived_then_the_next_user_reconnect
 
 def test_io_only_run_that_never_answers_times_out(sim: BoardSimulator) -> None:
     sim.faults = Faults(hang_at_node=0)
-    with BoardClient(sim.url, timeouts=FAST) as board:
-        with pytest.raises(BoardTimeoutError, match="waiting for 'op'.*0 node report"):
-            board.run(FEEDS)
+    with (BoardClient(sim.url, timeouts=FAST) as board,
+          pytest.raises(BoardTimeoutError, match="waiting for 'op'.*0 node report")):
+        board.run(FEEDS)
 
 
 def test_disconnect_in_the_middle_of_a_message(sim: BoardSimulator) -> None:
     sim.faults = Faults(disconnect_at_node="relu")
-    with BoardClient(sim.url, timeouts=FAST) as board:
-        with pytest.raises(BoardDisconnectedError) as info:
-            board.run(FEEDS, mode="per-layer")
+    with (BoardClient(sim.url, timeouts=FAST) as board,
+          pytest.raises(BoardDisconnectedError) as info):
+        board.run(FEEDS, mode="per-layer")
     assert "link lost" in str(info.value) and "last: 'matmul'" in str(info.value)
     assert len(_partial(info).nodes) == 3  # type: ignore[attr-defined]
     sim.faults = Faults()
@@ -144,9 +144,9 @@ def test_disconnect_of_a_serial_device(model: Path) -> None:
 
 def test_garbage_bytes_in_place_of_a_report(sim: BoardSimulator) -> None:
     sim.faults = Faults(garbage_at_node="softmax")
-    with BoardClient(sim.url, timeouts=FAST) as board:
-        with pytest.raises(BoardProtocolError, match="garbage on the line") as info:
-            board.run(FEEDS, mode="per-layer-data")
+    with (BoardClient(sim.url, timeouts=FAST) as board,
+          pytest.raises(BoardProtocolError, match="garbage on the line") as info):
+        board.run(FEEDS, mode="per-layer-data")
     assert [n.name for n in _partial(info).nodes] == NODES[:4]  # type: ignore[attr-defined]
 
 

@@ -243,7 +243,8 @@ def _structure(doc: dict[str, Any]) -> dict[str, Any]:
 
 def test_version_banner_is_the_real_one(installs: dict[str, Path]) -> None:
     out = subprocess.run(
-        [str(installs["4.0.1"]), "--version"], capture_output=True, text=True, timeout=60
+        [str(installs["4.0.1"]), "--version"], capture_output=True, text=True, timeout=60,
+        check=False,
     )
     assert out.returncode == 0
     assert out.stdout.splitlines() == [
@@ -253,7 +254,8 @@ def test_version_banner_is_the_real_one(installs: dict[str, Path]) -> None:
         "   STM32CubeAI 12.0.1-RC2",
     ]
     old = subprocess.run(
-        [str(installs["2.0.0"]), "--version"], capture_output=True, text=True, timeout=60
+        [str(installs["2.0.0"]), "--version"], capture_output=True, text=True, timeout=60,
+        check=False,
     )
     assert old.stdout.splitlines()[0] == "ST Edge AI Core v2.0.0-20049"
     assert "   STM32CubeAI 10.0.0" in old.stdout.splitlines()
@@ -261,7 +263,7 @@ def test_version_banner_is_the_real_one(installs: dict[str, Path]) -> None:
 
 def test_unknown_version_gets_a_parsable_synthetic_banner(tmp_path: Path) -> None:
     exe = make_install(tmp_path / "x", "5.1.0")
-    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60, check=False)
     assert re.match(r"^ST Edge AI Core v5\.1\.0-\d+ [0-9a-f]{9}$", out.stdout.splitlines()[0])
     assert "STM32CubeAI 13.1.0" in out.stdout
 
@@ -282,6 +284,7 @@ def test_unknown_option_is_a_cli_argument_error(
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert out.returncode != 0
     assert "E102(CliArgumentError): unrecognized arguments: --frobnicate" in out.stdout
@@ -430,11 +433,11 @@ def test_v2_epoch_list_uses_the_2x_layout(
     )
     text = (tmp_path / "out" / "network_generate_report.txt").read_text()
     assert re.search(
-        r"^Total number of epochs: \d+ of which \d+ implemented in software$", text, re.M
+        r"^Total number of epochs: \d+ of which \d+ implemented in software$", text, re.MULTILINE
     )
     assert "epoch 1      -SW-   (   QuantizeLinear   )" in text  # 2.x keeps the float input Q
-    assert re.search(r"^epoch \d+\s+-SW-   \(      Softmax       \)$", text, re.M)
-    assert re.search(r"^epoch \d+ +HW +$", text, re.M)
+    assert re.search(r"^epoch \d+\s+-SW-   \(      Softmax       \)$", text, re.MULTILINE)
+    assert re.search(r"^epoch \d+ +HW +$", text, re.MULTILINE)
 
 
 # --------------------------------------------------------------------------- figures
@@ -533,13 +536,13 @@ def test_version_dependent_epoch_bugs(
 
     assert "(       PRelu        )" in report("2.1.0", "default")  # PReLU in SW before 2.2
     assert "PRelu" not in report("2.2.0", "default").split("Epochs details")[1]
-    assert re.search(r"^epoch \d+ +\?\? +$", report("2.1.0", "alt-sched"), re.M)
+    assert re.search(r"^epoch \d+ +\?\? +$", report("2.1.0", "alt-sched"), re.MULTILINE)
     assert "??" not in report("2.2.0", "alt-sched").split("Epochs details")[1]
     ec = report("4.0.1", "allmems-O3-ec")
     assert re.search(r"\|  EC  \|", ec) and "(implemented in 1 epoch controller blobs" in ec
     # as the real 4.0 reports: the blob is one "epochs a -> b" row, never one row per epoch
-    blob = re.search(r"^\| epochs +(\d+) -> (\d+) +\| +EC +\|", ec, re.M)
-    assert blob and not re.search(r"^\| epoch_\d+ +\| +EC +\|", ec, re.M)
+    blob = re.search(r"^\| epochs +(\d+) -> (\d+) +\| +EC +\|", ec, re.MULTILINE)
+    assert blob and not re.search(r"^\| epoch_\d+ +\| +EC +\|", ec, re.MULTILINE)
     # and its c_info holds ONE NODE_EC node for the blob (2.x: one per epoch)
     doc = _cinfo(tmp_path / "4.0.1-allmems-O3-ec")
     ec_nodes = [n for n in doc["graphs"][0]["nodes"] if n["mapping"] == "NODE_EC"]
@@ -594,6 +597,7 @@ def test_error_fault_prints_a_tool_error_and_exits(tmp_path: Path, models: dict[
         text=True,
         timeout=60,
         env={k: v for k, v in os.environ.items() if k != ENV},
+        check=False,
     )
     assert out.returncode == 3
     assert "E103(CompilerError): Not enough memory" in out.stdout
@@ -614,11 +618,11 @@ def test_crash_and_hang_faults(
         str(tmp_path / "o"),
     ]
     env = dict(os.environ, **{ENV: json.dumps({"crash": True})})
-    out = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env)
+    out = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env, check=False)
     assert out.returncode == 1 and "Traceback (most recent call last)" in out.stderr
     env[ENV] = json.dumps({"small": {"hang": True}})
     with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run(base, capture_output=True, timeout=1.5, env=env)
+        subprocess.run(base, capture_output=True, timeout=1.5, env=env, check=False)
 
 
 def test_sleep_fault_shows_in_elapsed_time(
@@ -747,7 +751,7 @@ def test_validate_writes_npz_metrics_table_and_cinfo(
     assert ("snr" in val) == (version >= "4.0")
     text = (tmp_path / "out" / "network_validate_report.txt").read_text()
     table = text.split("Evaluation report (summary)")[1]
-    assert re.search(r"^X-cross #1\s+n\.a\.\s+[\d.]+\s+", table, re.M)
+    assert re.search(r"^X-cross #1\s+n\.a\.\s+[\d.]+\s+", table, re.MULTILINE)
     assert ("snr" in table.splitlines()[2]) == (version >= "4.0")
 
 
@@ -856,6 +860,7 @@ def test_install_tree_has_profiles_and_a_loader(installs: dict[str, Path]) -> No
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert out.returncode == 0 and "would flash" in out.stdout
     assert "config_n6l.json" in (loader.parent / "n6_loader.log").read_text()
@@ -948,6 +953,7 @@ def test_console_output_looks_like_the_tool(
         text=True,
         timeout=60,
         env=env,
+        check=False,
     )
     assert out.returncode == 0
     lines = out.stdout.splitlines()
@@ -955,7 +961,7 @@ def test_console_output_looks_like_the_tool(
     assert " >>>> EXECUTING NEURAL ART COMPILER" in lines
     assert " Exec/report summary (generate)" in lines and " Epochs details" in lines
     assert re.fullmatch(r"elapsed time \(GENERATE\): \d+\.\d{3}s", lines[-1])
-    assert re.search(r"^PASS: +100%\|█+\| \d+/\d+ ", out.stderr, re.M)
+    assert re.search(r"^PASS: +100%\|█+\| \d+/\d+ ", out.stderr, re.MULTILINE)
     assert (tmp_path / "w" / "neural_art__network" / "c_info.json").is_file()
 
 

@@ -70,7 +70,7 @@ def test_every_hook_has_a_test_and_documentation() -> None:
         assert spec.__doc__ and "Example::" in spec.__doc__, name
         assert f"def {name}(" in tests, f"no test implements {name}"
         assert name in readme, f"README does not mention {name}"
-        assert list(inspect.signature(spec).parameters)[0] == "config"
+        assert next(iter(inspect.signature(spec).parameters)) == "config"
 
 
 def test_reporting_can_be_replaced(

@@ -10,8 +10,8 @@ from typing import Any
 from test_html_reports import Page
 
 from pytest_stedge.report import board as report_board
-from pytest_stedge.report.board import board_view
 from pytest_stedge.report import render_run_report
+from pytest_stedge.report.board import board_view
 from pytest_stedge.result import flat_metrics, new_result
 from pytest_stedge.store.database import ItemRow, Store
 

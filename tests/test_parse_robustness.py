@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from pytest_stedge.cli import parse as parse_cli
 from pytest_stedge.errors import ReportParseError, ToolchainError
 from pytest_stedge.parsers import extract_diagnostics, parse_path
 from pytest_stedge.parsers.common import MAX_MB_ENV, is_progress_bar

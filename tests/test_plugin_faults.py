@@ -81,8 +81,8 @@ def test_a_model_that_changed_under_its_sha256_pin_fails_collection(
     result = _run(pytester, corpus, fake_installs, tmp_path / "db.duckdb")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(
-        [f"*pinned/case.toml: [[]sha256]: the model model.onnx has sha256 {actual}, "
-         f"the case pins {pinned}: the model changed*"]
+        [(f"*pinned/case.toml: [[]sha256]: the model model.onnx has sha256 {actual}, "
+          f"the case pins {pinned}: the model changed*")]
     )
 
 
@@ -193,8 +193,8 @@ def test_an_ini_timeout_that_never_expires_stops_the_session_before_a_run(
     db = tmp_path / "db.duckdb"
     result = _run(pytester, corpus, fake_installs, db, "-c", str(inifile))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*ini stedge_timeout: '{ini}': expected a positive number of "
-                                 "seconds, at most 86,400 (one day)*"])
+    result.stderr.fnmatch_lines([(f"*ini stedge_timeout: '{ini}': expected a positive number "
+                                  "of seconds, at most 86,400 (one day)*")])
     assert "Traceback" not in result.stderr.str()
     assert not db.exists()  # no run recorded
 

@@ -28,7 +28,7 @@ def _run(pytester: pytest.Pytester, corpus: Path, installs: Path, db: Path, *arg
 def test_items_are_one_per_case_stage_and_version(
     pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
 ) -> None:
-    corpus = make_corpus({"cnn": SIMPLE_CASE, "other": SIMPLE_CASE}, root=pytester.path / "corpus")
+    make_corpus({"cnn": SIMPLE_CASE, "other": SIMPLE_CASE}, root=pytester.path / "corpus")
     pytester.makeini("[pytest]\n")
     result = pytester.runpytest_inprocess(
         "corpus", "--stedge-root", str(fake_installs), "--stedge-db", str(tmp_path / "db.duckdb"),

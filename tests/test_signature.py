@@ -251,8 +251,8 @@ def test_fuzz_well_formed_conditions_parse_and_evaluate(text: str) -> None:
 def test_module_never_evaluates_python() -> None:
     import inspect
 
-    import pytest_stedge.bugs.grammar as grammar
     import pytest_stedge.bugs.signature as module
+    from pytest_stedge.bugs import grammar
 
     for mod in (module, grammar):
         source = inspect.getsource(mod)

@@ -229,8 +229,10 @@ def _toml_value(value: Any) -> str:
 def case_toml(case: RealCase, model: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     """The case file: what the case is, its model by hash and source, its stages."""
     lines = [
-        "# Written by corpus/real/record.py from ../shared/real-cases/"
-        f"{case.shared} (SOURCE.txt); rerun it instead of editing.",
+        (
+            "# Written by corpus/real/record.py from ../shared/real-cases/"
+            f"{case.shared} (SOURCE.txt); rerun it instead of editing."
+        ),
         f"# Why it is here: {case.why}.",
         "# Record-only: the model is public but its licence is unknown, so the corpus names it",
         "# by hash and source; pass --stedge-models DIR to run the oracle on your copy.",

@@ -206,7 +206,7 @@ def load_model(path: Path) -> ModelFacts:
         raw = path.read_bytes()
         model = onnx.load_from_string(raw)
         model = shape_inference.infer_shapes(model)
-    except Exception as exc:  # any decoding problem is an invalid model for the tool
+    except Exception as exc:  # noqa: BLE001  # any decoding problem is an invalid model for the tool
         raise ModelError(f"unable to load the model '{path.name}': {exc}") from None
     graph = model.graph
     if not graph.node:

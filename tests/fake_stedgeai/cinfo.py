@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import itertools
 from typing import Any
 
 from .analysis import Tensor
@@ -230,7 +231,7 @@ def build_cinfo(run: Run) -> dict[str, Any]:
                 "name": f"epoch_dep_{k}_{k + 1}",
                 "start": {"node_id": a, "port": 0},
             }
-            for k, (a, b) in enumerate(zip(top, top[1:], strict=False))
+            for k, (a, b) in enumerate(itertools.pairwise(top))
         ]
     else:
         names = [
@@ -272,7 +273,7 @@ def build_cinfo(run: Run) -> dict[str, Any]:
                 )
             )
             nodes[-1]["original_nodes"] = [str(layer.index + 1)]
-        for k, (a, b) in enumerate(zip(nodes, nodes[1:], strict=False)):
+        for k, (a, b) in enumerate(itertools.pairwise(nodes)):
             edges.append(
                 {
                     "buffer": a["outputs"][0] if a["outputs"] else 0,

@@ -131,10 +131,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     :raises CliError: for unknown options or bad values, with the tool's wording.
     """
     parser = build_parser()
-    try:
-        ns, extra = parser.parse_known_args(argv)
-    except CliError:
-        raise
+    ns, extra = parser.parse_known_args(argv)
     if extra:
         raise CliError(f"unrecognized arguments: {' '.join(extra)}")
     if ns.target is None and ns.series:

@@ -125,8 +125,8 @@ def epochs_v3(run: Run) -> list[str]:
         f"{'Total number of epochs':<51}{len(eps):>4}",
         f"{'>> pure software (SW) epochs':<51}{c['sw']:>4}",
         f"{'>> hybrid epochs (using both software and hardware)':<51}{c['hybrid']:>4}",
-        f"{'>> pure hardware (HW or EC) epochs':<51}{c['hw'] + c['ec']:>4}  (implemented in "
-        f"{ec_blobs(eps)} epoch controller blobs/meta epochs)",
+        (f"{'>> pure hardware (HW or EC) epochs':<51}{c['hw'] + c['ec']:>4}  (implemented in "
+         f"{ec_blobs(eps)} epoch controller blobs/meta epochs)"),
         "---",
     ]
     label = {"hw": "HW", "ec": "EC", "sw": "SW", "hybrid": "Hybrid"}

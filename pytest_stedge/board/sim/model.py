@@ -39,7 +39,7 @@ class SimModel:
 
         try:
             model = onnx.load(str(path))
-        except Exception as exc:  # noqa: BLE001 - onnx raises DecodeError, OSError, ...
+        except Exception as exc:
             raise BoardError(f"{path}: not a readable ONNX model ({exc})") from exc
         inferred = onnx.shape_inference.infer_shapes(model)
         graph = inferred.graph

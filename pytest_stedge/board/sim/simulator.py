@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 from pytest_stedge.board import protocol as bp
 from pytest_stedge.errors import BoardError
@@ -208,7 +209,7 @@ class BoardSimulator:
         for fd in list(self._fds):
             self._close_fd(fd)
 
-    def __enter__(self) -> BoardSimulator:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
