@@ -7,6 +7,7 @@ at the speed of an Arrow insert, with no dependency beyond NumPy (already ours).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -65,13 +66,39 @@ def frames(db: duckdb.DuckDBPyConnection, **tables: dict[str, Sequence[Any]]) ->
     # or knows the column is all NULL; the sample's cost is linear (0.3 s per 200,000 rows).
     db.execute(f"SET pandas_analyze_sample = {max(longest, 1000)}")
     try:
-        for name, columns in arrays.items():
-            db.register(name, columns)
-        yield
+        with _pandas_not_searched():
+            for name, columns in arrays.items():
+                db.register(name, columns)
+            yield
     finally:
         for name in tables:
             db.unregister(name)
         db.execute("RESET pandas_analyze_sample")
+
+
+_PANDAS_ABSENT: bool | None = None
+
+
+@contextmanager
+def _pandas_not_searched() -> Iterator[None]:
+    """Without pandas installed, DuckDB tries ``import pandas`` for every value of an
+    object column it scans (8,804 searches of sys.path for 3,300 rows: 0.4 s of a 0.45 s
+    insert). While pandas is absent, a ``None`` in ``sys.modules`` makes each attempt
+    fail at once, as it would anyway; an installed pandas is imported once and untouched."""
+    global _PANDAS_ABSENT
+    if _PANDAS_ABSENT is None:
+        import importlib.util
+
+        _PANDAS_ABSENT = "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None
+    if not _PANDAS_ABSENT or "pandas" in sys.modules:
+        yield
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if sys.modules.get("pandas", 0) is None:
+            del sys.modules["pandas"]
 
 
 def _array(np: Any, values: Sequence[Any]) -> Any:
