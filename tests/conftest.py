@@ -35,6 +35,20 @@ def pytest_configure(config: pytest.Config) -> None:
         manager.register(_hypothesis_pytestplugin, "hypothesis-tests")
 
 
+# The slowest real test takes ~40 s on a busy 2-core machine: a hung one fails at 300 s.
+TEST_TIMEOUT_S = 300
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test without its own ``timeout`` mark the suite's ceiling (pytest-timeout
+    from the test extra; without it, as in the main job's install, no ceiling)."""
+    if not config.pluginmanager.has_plugin("timeout"):
+        return
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
+
 def _collects_property_tests(config: pytest.Config) -> bool:
     base = config.invocation_params.dir
     wanted = [Path(__file__).parent / name for name in PROPERTY_TESTS]

@@ -159,3 +159,19 @@ def test_hypothesis_stays_out_of_processes_without_property_tests() -> None:
     # where property tests are collected, hypothesis' plugin is back: it marks them
     out = _in_a_pytest_process("tests/test_signature.py", "-m", "hypothesis")
     assert re.search(r"[1-9]\d*/\d+ tests collected", out), out
+
+
+def test_the_main_job_runs_without_the_test_extras_plugins(tmp_path: Path) -> None:
+    """`pip install -e . && pytest corpus` has none of the test extra's pytest plugins: the
+    project's pytest configuration must not need them (an ini key of pytest-timeout was an
+    unknown option there, and `filterwarnings = error` made it an INTERNALERROR)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "corpus/light", "--collect-only", "-q",
+         "-p", "no:timeout", "-p", "no:hypothesispytest", "-p", "no:cacheprovider",
+         "--stedge-db", str(tmp_path / "db.duckdb"), "--stedge-workdir", str(tmp_path / "w"),
+         "--stedge-report", "none"],
+        cwd=PROJECT, capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "INTERNALERROR" not in done.stdout + done.stderr
+    assert "corpus/light/vgg19/case.toml::oracle" in done.stdout
