@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +201,7 @@ class StedgeController:
             "host": socket.gethostname(),
             "run_group": _option(self.config, "stedge_run_group"),
             "shard": _option(self.config, "stedge_shard"),
-            "started_at": datetime.now(timezone.utc).replace(tzinfo=None).isoformat(),
+            "started_at": datetime.now(UTC).replace(tzinfo=None).isoformat(),
         }
         self.journal = Journal.create(self.path, header)
         try:

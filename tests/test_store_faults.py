@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -208,18 +209,24 @@ def test_a_usage_error_leaves_no_run_and_no_install_is_no_version(
     assert "versions with results: none" in capsys.readouterr().err
 
 
-def test_sigterm_finishes_like_ctrl_c(make_corpus: CorpusFactory, tmp_path: Path) -> None:
-    corpus = make_corpus({f"c{i}": SIMPLE_CASE for i in range(4)})
-    db = tmp_path / "db.duckdb"
-    proc = _session(corpus, _slow_installs(tmp_path, 1.5), db, cwd=tmp_path)
+def _after_items(proc: subprocess.Popen[str], count: int, stop: Callable[[], None]) -> list[str]:
+    """Read the session's verbose lines; after ``count`` items finished, ``stop`` it.
+    Returns the finished node ids."""
     assert proc.stdout is not None
     finished = []
     for line in proc.stdout:
         if " PASSED" in line or " FAILED" in line:
             finished.append(line.split()[0])
-            if len(finished) == 3:
-                proc.send_signal(signal.SIGTERM)
+            if len(finished) == count:
+                stop()
                 break
+    return finished
+
+def test_sigterm_finishes_like_ctrl_c(make_corpus: CorpusFactory, tmp_path: Path) -> None:
+    corpus = make_corpus({f"c{i}": SIMPLE_CASE for i in range(4)})
+    db = tmp_path / "db.duckdb"
+    proc = _session(corpus, _slow_installs(tmp_path, 1.5), db, cwd=tmp_path)
+    finished = _after_items(proc, 3, lambda: proc.send_signal(signal.SIGTERM))
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "stedge summary" in output and "stored as run 1" in output
@@ -237,14 +244,7 @@ def test_a_killed_session_keeps_its_finished_items_and_the_next_one_merges_them(
     corpus = make_corpus({f"c{i}": SIMPLE_CASE for i in range(4)})
     db = tmp_path / "db.duckdb"
     proc = _session(corpus, _slow_installs(tmp_path, 1.5), db, cwd=tmp_path)
-    assert proc.stdout is not None
-    finished = []
-    for line in proc.stdout:
-        if " PASSED" in line or " FAILED" in line:
-            finished.append(line.split()[0])
-            if len(finished) == 3:
-                proc.kill()
-                break
+    finished = _after_items(proc, 3, proc.kill)
     proc.communicate(timeout=60)
     with Store.open(db, read_only=True) as store:
         direct = store.item_nodeids(1)

@@ -14,13 +14,12 @@ import hashlib
 import importlib.util
 import os
 import sys
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
-
-import tomllib
 
 from pytest_stedge.errors import StedgeError
 

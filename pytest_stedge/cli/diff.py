@@ -6,10 +6,9 @@ import argparse
 import configparser
 import json
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from pytest_stedge.options import add_store_options
 

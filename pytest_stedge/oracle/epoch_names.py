@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,18 +147,8 @@ class Namer:
     def codes_quant(self, tensor: str) -> tuple[float, int] | None:
         """The quantization of the int8 codes behind a tensor: its own, else the nearest
         one upstream past value-preserving operators (a Transpose or Pad of DQ'd codes)."""
-        g = self.space
-        for _ in range(8):
-            if tensor in g.quant:
-                return g.quant[tensor]
-            index = g.producer.get(tensor)
-            if index is None:
-                return None
-            op = g.ops_by_index[index]
-            if op.op_type not in _TRANSPARENT | {"MaxPool"} or not op.inputs:
-                return None  # (a max-pool keeps its input's quantization too)
-            tensor = op.inputs[0]
-        return None
+        found = self._upstream(tensor, lambda t: t in self.space.quant)
+        return None if found is None else self.space.quant[found]
 
     def _in_space(self, buf: Buffer) -> tuple[str | None, str]:
         g, n = self.space, buf.elements
@@ -228,16 +219,22 @@ class Namer:
         return op.inputs[0] if op.inputs else ""
 
     def _back(self, tensor: str, n: int) -> str | None:
+        return self._upstream(tensor, lambda t: self.space.elements(t) == n)
+
+    def _upstream(self, tensor: str, wanted: Callable[[str], bool]) -> str | None:
+        """``tensor`` or the nearest tensor up to 8 value-preserving operators upstream of
+        it (a Transpose, Pad, or a max-pool, which keeps its input's quantization) that is
+        ``wanted``."""
         g = self.space
         for _ in range(8):
-            if g.elements(tensor) == n:
+            if wanted(tensor):
                 return tensor
             index = g.producer.get(tensor)
             if index is None:
                 return None
             op = g.ops_by_index[index]
             if op.op_type not in _TRANSPARENT | {"MaxPool"} or not op.inputs:
-                return None  # (a max-pool keeps its input's quantization too)
+                return None
             tensor = op.inputs[0]
         return None
 

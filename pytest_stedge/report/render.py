@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,7 +71,7 @@ def render(template: str, path: Path, **context: Any) -> Path:
     """Render ``template`` with ``context`` into ``path`` (UTF-8), creating folders."""
     env = environment()
     html = env.get_template(template).render(
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), **context
     )
     path = Path(path)
     if not path.parent.is_dir():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ def _export(store: Store, out: Path, run_ids: Sequence[int] | None) -> dict[str,
     manifest = {
         "format": BUNDLE_FORMAT,
         "migrations": [name for name, _ in store.applied_migrations()],
-        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "plugin_version": __version__,
         "runs": wanted,

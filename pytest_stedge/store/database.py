@@ -14,7 +14,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ METRIC_COLUMNS = ("run_id", "nodeid", "case_name", "stage", "version", "metric",
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Store(StoreConnection):

@@ -168,7 +168,7 @@ def build_cinfo(run: Run) -> dict[str, Any]:
     buffers = [_buffer(b, run, pool_ids) for b in d.buffers]
     ids = {b.name: b.id for b in d.buffers}
     pools = [_pool(u, run) for u in d.pools]
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     sig = "0x" + hashlib.sha1((f.md5 + ver.full + run.name).encode()).hexdigest()[:16]
     core: dict[str, Any] = {
         "arguments": " ".join(run.argv),
