@@ -58,7 +58,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
     config.stash[_stedge_run_key] = _is_stedge_run(config)
     if config.stash[_stedge_run_key]:
+        from . import heap
         from .board import plugin as board_plugin
+
+        # registered before pytest's own clean-ups, so it runs after them (last in, first
+        # out): pytest's final garbage collection still skips the frozen session objects
+        config.add_cleanup(heap.release)
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
         if config.getoption("stedge_update") and not hasattr(config, "workerinput"):
@@ -145,6 +150,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
         return case_file(parent, file_path)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """A corpus collects with the automatic garbage collector paused (see :mod:`.heap`)."""
+    if not session.config.stash.get(_stedge_run_key, False):
+        return (yield)
+    from . import heap
+
+    with heap.automatic_collection_paused():
+        outcome = yield
+        heap.settle()  # before the collector is back: its first pass would walk all of it
+    return outcome
 
 
 def pytest_collection_modifyitems(

@@ -98,3 +98,93 @@ def test_a_malformed_case_fails_as_its_own_file(pytester: pytest.Pytester, corpu
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider", "corpus")
     result.stdout.fnmatch_lines(["*ERROR collecting corpus/tcn/case.toml*", "*not valid TOML*"])
     assert sum("corpus/mvs-cnn/case.toml::" in line for line in result.outlines) == 4
+
+
+# Folders pytest's own rules (``_pytest.main.pytest_ignore_collect``) leave out, each by a
+# different rule, beside two it keeps.
+IGNORED_BY_RULE = {
+    "build": "norecursedirs (a name)",
+    ".hidden": "norecursedirs ('.*')",
+    "pkg.egg": "norecursedirs ('*.egg')",
+    "skipme_1": "norecursedirs ('skipme_*', from the ini)",
+    "deep": "norecursedirs ('corpus/deep': a pattern with a separator, on the path)",
+    "__pycache__": "always",
+    "venvlike": "a virtualenv (pyvenv.cfg)",
+    "listed": "collect_ignore of the corpus conftest",
+    "globbed_x": "collect_ignore_glob of the corpus conftest",
+    "opt_ignored": "--ignore",
+    "optglob_y": "--ignore-glob on the folder",
+    "confile": "collect_ignore naming the case file",
+    "fileignored": "--ignore naming the case file",
+    "fileglob": "--ignore-glob naming the case file",
+}
+
+
+def test_every_ignore_rule_of_pytest_leaves_out_the_same_case_folders(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory
+) -> None:
+    """The corpus folder answers pytest's ignore rules itself, once per folder (0.23 ms a
+    case saved); it must leave out exactly what pytest's hook does."""
+    names = ["alpha", "zulu", *IGNORED_BY_RULE]
+    corpus = make_corpus({name: SIMPLE_CASE for name in names}, root=pytester.path / "corpus")
+    (corpus / "venvlike" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (corpus / "conftest.py").write_text(
+        'collect_ignore = ["listed", "confile/case.toml"]\ncollect_ignore_glob = ["globbed_*"]\n'
+    )
+    pytester.makeini("[pytest]\nnorecursedirs = .* build *.egg skipme_* corpus/deep\n")
+    options = ("--ignore=corpus/opt_ignored", "--ignore-glob=*/optglob_*",
+               "--ignore=corpus/fileignored/case.toml", "--ignore-glob=*/fileglob/case.toml")
+
+    def case_folders() -> set[str]:
+        return {line.split("/")[1] for line in _ids(pytester, "corpus", *options)}
+
+    assert case_folders() == {"alpha", "zulu"}
+    # A hook of a conftest makes every question go to pytest's hook: the same answer.
+    pytester.makeconftest("def pytest_ignore_collect(collection_path, config):\n    return None\n")
+    assert case_folders() == {"alpha", "zulu"}
+
+
+def test_a_conftest_ignore_hook_is_asked_about_every_case_folder_and_file(
+    pytester: pytest.Pytester, corpus: Path
+) -> None:
+    (corpus / "conftest.py").write_text(textwrap.dedent("""
+        def pytest_ignore_collect(collection_path, config):
+            print("asked", collection_path.relative_to(config.rootpath).as_posix())
+            return collection_path.name == "tcn" or None
+        """))
+    result = pytester.runpytest("--collect-only", "-q", "-s", "-p", "no:cacheprovider", "corpus")
+    asked = {line.split()[1] for line in result.outlines if line.startswith("asked ")}
+    assert {"corpus/tcn", "corpus/mvs-cnn", "corpus/mvs-cnn/case.toml"} <= asked
+    assert "corpus/tcn/case.toml" not in asked  # its folder was ignored
+    assert [i for i in result.outlines if "::" in i and "tcn" in i] == []
+
+
+def test_a_corpus_session_leaves_the_garbage_collector_as_it_found_it(
+    pytester: pytest.Pytester, corpus: Path
+) -> None:
+    """Collection pauses the automatic collector and freezes what it built (see
+    pytest_stedge.heap): after the session, in the same process, nothing stays frozen
+    and the collector is on again (or still off, if it was off before)."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider", "corpus")
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.disable()
+    try:
+        pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider", "corpus")
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+
+
+def test_a_session_without_a_corpus_never_touches_the_garbage_collector(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_plain="""
+        import gc
+
+        def test_collector_untouched():
+            assert gc.isenabled() and gc.get_freeze_count() == 0
+        """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

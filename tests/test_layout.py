@@ -91,6 +91,7 @@ def test_top_level_holds_only_the_pytest_flow() -> None:
         "record_only", "recordings",
         "shard",  # --stedge-shard K/N
         "retention",  # how long each run's work folder is kept
+        "heap",  # the garbage collector around a corpus session's objects
     }, f"modules outside a wing: {sorted(top)}"
 
 
