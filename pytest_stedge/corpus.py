@@ -51,10 +51,13 @@ except ImportError:  # pragma: no cover - the pure-Python standard library parse
 from .errors import CaseError
 from .owned_options import refuse_owned_options
 from .record_only import ModelSource, parse_model_table
+from .result import METRICS
 
 STAGES = ("generate", "analyze", "validate-host", "validate-target")
 ALL_STAGES = ("oracle", *STAGES)
 EXPECT_BOUNDS = ("min", "max", "exact", "rel", "abs")
+_BOUND_NAMES = frozenset(EXPECT_BOUNDS)
+_LIMIT_NAMES = frozenset(("min", "max", "exact"))
 ONNX_LIGHT_PREFIX = "onnx-light:"
 
 _TOP_KEYS: dict[str, str] = {
@@ -200,13 +203,26 @@ def find_corpus_root(case_toml: Path) -> Path:
     return folder.parent
 
 
+@dataclass(frozen=True)
+class ScannedFolder:
+    """A case folder (no symlink) a folder scan saw: where it really is, its regular files."""
+
+    real: Path
+    names: frozenset[str]
+
+
 @dataclass
 class PathCache:
-    """Paths resolved once per collection (thousands of cases share a few folders)."""
+    """Paths resolved once per collection (thousands of cases share a few folders).
+
+    Keys are paths as strings: building and hashing a ``Path`` a few times per case was a
+    tenth of collecting it.
+    """
 
     real: dict[Path, Path] = field(default_factory=dict)  # folder -> without symlinks
-    roots: dict[Path, Path] = field(default_factory=dict)  # folder above a case -> root
-    files: set[Path] = field(default_factory=set)  # regular files (no symlink) a scan saw
+    roots: dict[str, Path] = field(default_factory=dict)  # folder above a case -> root
+    scanned: dict[str, ScannedFolder] = field(default_factory=dict)  # case folder -> scan
+    inside: dict[tuple[Path, Path], bool] = field(default_factory=dict)  # (folder, root)
 
     def real_folder(self, folder: Path) -> Path:
         """``folder`` without symlinks (resolved once)."""
@@ -216,9 +232,17 @@ class PathCache:
         return real
 
     def saw_folder(self, folder: Path, files: Iterable[str]) -> None:
-        """A folder scan found ``folder`` (no symlink) holding these regular files."""
+        """A folder scan found ``folder`` (absolute, no symlink) holding these regular files."""
         real = self.real[folder] = self.real_folder(folder.parent) / folder.name
-        self.files.update(real / name for name in files)
+        self.scanned[str(folder)] = ScannedFolder(real, frozenset(files))
+
+    def is_inside(self, folder: Path, root: Path) -> bool:
+        """Whether ``folder`` (without symlinks) is ``root`` or below it."""
+        key = (folder, root)
+        inside = self.inside.get(key)
+        if inside is None:
+            inside = self.inside[key] = folder.is_relative_to(root)
+        return inside
 
 
 def load_cases(
@@ -228,20 +252,39 @@ def load_cases(
 
     :param cache: folders resolved by earlier calls of the same collection.
     """
-    case_toml = Path(case_toml)
-    real = _real_path(case_toml, cache)  # once: the case's paths are built on it
-    # The corpus is found from where the case file sits, not where a symlink leads: a case
-    # folder linked from outside brings none of its surroundings in.
-    given = Path(os.path.abspath(case_toml))
-    if corpus_root is not None:
-        root = _resolved(case_toml, corpus_root)
-    elif cache is not None:  # the root depends only on the folder above the case folder
-        key = given.parent.parent
-        if key not in cache.roots:
-            cache.roots[key] = _resolved(case_toml, find_corpus_root(given))
-        root = cache.roots[key]
+    case_toml = case_toml if isinstance(case_toml, Path) else Path(case_toml)
+    folder_text, file_name = os.path.split(str(case_toml))
+    scanned = None if cache is None else cache.scanned.get(folder_text)
+    local: frozenset[str] = frozenset()  # files known to be in the real case folder
+    if cache is not None and scanned is not None and file_name in scanned.names:
+        # A folder scan saw it: absolute, a regular file in a folder that is no symlink.
+        real = scanned.real / file_name
+        above = os.path.dirname(folder_text)
+        if corpus_root is not None:
+            root = _resolved(case_toml, corpus_root)
+        elif above in cache.roots:
+            root = cache.roots[above]
+        else:
+            root = cache.roots[above] = _resolved(case_toml, find_corpus_root(case_toml))
+        if cache.is_inside(scanned.real.parent, root):
+            local = scanned.names
+        base_name = os.path.basename(folder_text)
     else:
-        root = _resolved(case_toml, find_corpus_root(given))
+        real = _real_path(case_toml, cache)  # once: the case's paths are built on it
+        # The corpus is found from where the case file sits, not where a symlink leads: a
+        # case folder linked from outside brings none of its surroundings in.
+        given = Path(os.path.abspath(case_toml))
+        if corpus_root is not None:
+            root = _resolved(case_toml, corpus_root)
+        elif cache is not None:  # the root depends only on the folder above the case folder
+            key = os.path.dirname(os.path.dirname(str(given)))
+            if key not in cache.roots:
+                cache.roots[key] = _resolved(case_toml, find_corpus_root(given))
+            root = cache.roots[key]
+        else:
+            root = _resolved(case_toml, find_corpus_root(given))
+        # The folder's name as it sits in the corpus, not where a symlink leads.
+        base_name = given.parent.name
     try:
         raw = toml_reader.loads(case_toml.read_text(encoding="utf-8"))
     except toml_reader.TOMLDecodeError as exc:
@@ -251,13 +294,10 @@ def load_cases(
     except (OSError, ValueError) as exc:  # missing, unreadable, a symlink loop
         raise CaseError(case_toml, None, f"cannot read the case file: {_why(exc)}") from None
     variants = raw.pop("variants", None)
-    # The folder's name as it sits in the corpus, not where a symlink leads.
-    base_name = given.parent.name
-    files = cache.files if cache is not None else set()
 
     def build(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
         try:
-            return _build_case(real, root, name, variant, values, files)
+            return _build_case(real, root, name, variant, values, local)
         except CaseError as exc:  # named as the user wrote it, not where a link leads
             if exc.path == case_toml:
                 raise
@@ -286,9 +326,6 @@ def _real_path(case_toml: Path, cache: PathCache | None) -> Path:
     once per collection, then a look at the case folder and the file themselves."""
     if cache is None or not case_toml.is_absolute():
         return Path(os.path.realpath(case_toml))
-    seen = cache.real.get(case_toml.parent)
-    if seen is not None and seen / case_toml.name in cache.files:
-        return seen / case_toml.name
     folder = cache.real_folder(case_toml.parent.parent) / case_toml.parent.name
     if os.path.islink(folder) or os.path.islink(case_toml):
         return Path(os.path.realpath(case_toml))
@@ -326,7 +363,7 @@ def _build_case(
     name: str,
     variant: str | None,
     raw: Mapping[str, Any],
-    files: set[Path] | frozenset[Path] = frozenset(),
+    local: frozenset[str] = frozenset(),
 ) -> Case:
     prefix = f"variants.{variant}." if variant else ""
 
@@ -366,7 +403,7 @@ def _build_case(
         model_ref = string("model")
         if not model_ref:
             raise fail("model", f"missing; expected {_TOP_KEYS['model']}")
-        model = resolve_model(path, root, model_ref, prefix + "model", files)
+        model = resolve_model(path, root, model_ref, prefix + "model", local)
     target = string("target")
     if not target:
         raise fail("target", f"missing; expected {_TOP_KEYS['target']}")
@@ -434,11 +471,12 @@ def _build_case(
 
 
 def resolve_model(
-    path: Path, root: Path, ref: str, key: str, files: set[Path] | frozenset[Path] = frozenset()
+    path: Path, root: Path, ref: str, key: str, local: frozenset[str] = frozenset()
 ) -> Path:
     """Resolve a model reference: a file inside the corpus, or an onnx test-data model.
 
-    :param files: regular files a folder scan has just seen (no need to look again).
+    :param local: names of regular files a folder scan has just seen in the case's (real)
+        folder, itself inside the corpus: such a name needs no look again.
     """
     if ref.startswith(ONNX_LIGHT_PREFIX):
         name = ref[len(ONNX_LIGHT_PREFIX) :]
@@ -450,9 +488,8 @@ def resolve_model(
                 path, key, f"{ref!r}: no such model in {light}; accepted: {', '.join(candidates)}"
             )
         return model
-    seen = path.parent / ref
-    if seen in files and seen.is_relative_to(root):
-        return seen
+    if ref in local:
+        return path.parent / ref
     model = _inside(path, root, ref, key)
     if not model.is_file():
         raise CaseError(path, key, f"model file {ref!r} not found (looked for {model})")
@@ -551,8 +588,6 @@ def _expectations(path: Path, raw: Any, prefix: str) -> dict[str, tuple[Bound, .
 
 
 def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
-    from .result import METRICS
-
     if metric not in METRICS:
         raise CaseError(
             path, key, f"unknown metric {metric!r}; accepted: {', '.join(sorted(METRICS))}"
@@ -563,10 +598,10 @@ def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
         return Bound(metric, exact=float(raw))
     if not isinstance(raw, dict) or not raw:
         raise CaseError(path, key, "expected a number or a table with min, max, exact, rel, abs")
-    unknown = sorted(set(raw) - set(EXPECT_BOUNDS))
+    unknown = raw.keys() - _BOUND_NAMES
     if unknown:
         raise CaseError(
-            path, f"{key}.{unknown[0]}", f"unknown bound; accepted: {', '.join(EXPECT_BOUNDS)}"
+            path, f"{key}.{min(unknown)}", f"unknown bound; accepted: {', '.join(EXPECT_BOUNDS)}"
         )
     values: dict[str, float] = {}
     for name, value in raw.items():
@@ -574,13 +609,14 @@ def _bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
             raise CaseError(path, f"{key}.{name}", f"expected a number, got {value!r}")
         if not math.isfinite(value):  # nan compares false: `max = nan` would pass anything
             raise CaseError(path, f"{key}.{name}", f"expected a finite number, got {value!r}")
-        if name in ("rel", "abs") and value < 0:
+        if value < 0 and name in ("rel", "abs"):
             raise CaseError(path, f"{key}.{name}",
                             f"expected a tolerance >= 0 (a fraction for rel), got {value!r}")
         values[name] = float(value)
-    if not {"min", "max", "exact"} & set(values):
+    limits = values.keys() & _LIMIT_NAMES
+    if not limits:
         raise CaseError(path, key, "needs at least one of min, max, exact")
-    if "exact" in values and ({"min", "max"} & set(values)):
+    if "exact" in limits and len(limits) > 1:
         raise CaseError(path, key, "exact cannot be combined with min or max")
     if values.get("min", -math.inf) > values.get("max", math.inf):
         raise CaseError(path, key, f"min {values['min']:g} is above max {values['max']:g}")
@@ -592,8 +628,6 @@ def _baseline(path: Path, raw: Any, prefix: str) -> dict[str, str]:
         return {}
     if not isinstance(raw, dict):
         raise CaseError(path, prefix + "baseline", f"expected {_TOP_KEYS['baseline']}")
-    from .result import METRICS
-
     out: dict[str, str] = {}
     for metric, band in raw.items():
         key = f"{prefix}baseline.{metric}"

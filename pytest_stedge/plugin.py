@@ -58,12 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stedge: an item collected from a corpus case.toml")
     config.stash[_stedge_run_key] = _is_stedge_run(config)
     if config.stash[_stedge_run_key]:
-        from . import heap
         from .board import plugin as board_plugin
-
-        # registered before pytest's own clean-ups, so it runs after them (last in, first
-        # out): pytest's final garbage collection still skips the frozen session objects
-        config.add_cleanup(heap.release)
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
         if config.getoption("stedge_update") and not hasattr(config, "workerinput"):

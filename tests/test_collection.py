@@ -159,28 +159,55 @@ def test_a_conftest_ignore_hook_is_asked_about_every_case_folder_and_file(
     assert [i for i in result.outlines if "::" in i and "tcn" in i] == []
 
 
-def test_a_corpus_session_leaves_the_garbage_collector_as_it_found_it(
+class _Node:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_next_session_releases_what_a_session_froze() -> None:
+    """A corpus session freezes what collection built (pytest_stedge.heap): frozen garbage
+    is not collected, until the next corpus session of the process releases it, so a
+    process running sessions in a loop keeps one session's objects at most."""
+    import gc
+    import weakref
+
+    from pytest_stedge import heap
+
+    node = _Node()
+    alive = weakref.ref(node)
+    heap.settle()  # the first session: node is frozen
+    del node
+    gc.collect()
+    assert alive() is not None  # garbage, but frozen
+    heap.settle()  # the next session
+    assert alive() is None and gc.get_freeze_count() > 0
+    gc.unfreeze()
+
+
+def test_a_corpus_session_leaves_the_collector_on_or_off_as_it_was(
     pytester: pytest.Pytester, corpus: Path
 ) -> None:
-    """Collection pauses the automatic collector and freezes what it built (see
-    pytest_stedge.heap): after the session, in the same process, nothing stays frozen
-    and the collector is on again (or still off, if it was off before)."""
     import gc
 
-    assert gc.get_freeze_count() == 0
-    pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider", "corpus")
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
-    gc.disable()
     try:
         pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider", "corpus")
-        assert not gc.isenabled() and gc.get_freeze_count() == 0
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        gc.disable()
+        pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider", "corpus")
+        assert not gc.isenabled()
     finally:
         gc.enable()
+        gc.unfreeze()
 
 
 def test_a_session_without_a_corpus_never_touches_the_garbage_collector(
     pytester: pytest.Pytester,
 ) -> None:
+    import gc
+
+    gc.unfreeze()
     pytester.makepyfile(test_plain="""
         import gc
 
@@ -188,3 +215,4 @@ def test_a_session_without_a_corpus_never_touches_the_garbage_collector(
             assert gc.isenabled() and gc.get_freeze_count() == 0
         """)
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert gc.get_freeze_count() == 0
