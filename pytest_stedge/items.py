@@ -101,35 +101,47 @@ def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[Stedg
     # parses the ids it caches (--lf, --sw): pytest 9.2 would otherwise keep the bracket in
     # the name and never match a last-failed id again.
     state.claim(path, [c.name for c in cases], [f"{file_id}::{name}" for name, *_ in planned])
+    # -k matches the case's folder and file names, as when the folder was a node
+    keywords = () if isinstance(parent, CaseFile) else (path.parent.name, path.name)
+    marks = {case.markers: _marks(config, case.markers) for case in cases}
     return [
         StedgeItem.from_parent(
             parent, name=name, nodeid=f"{file_id}::{name}", path=path, case=case,
-            stage=stage, version=version,
+            stage=stage, version=version, keywords=keywords, marks=marks[case.markers],
         )
         for name, case, stage, version in planned
     ]
+
+
+def _marks(config: pytest.Config, markers: tuple[str, ...]) -> list[pytest.MarkDecorator]:
+    """The marks of a case's items: ``stedge`` and the case's markers (each registered
+    once per session, so --strict-markers knows it)."""
+    known = config.stash.setdefault(_markers_key, {})
+    marks = []
+    for name in ("stedge", *markers):
+        mark = known.get(name)
+        if mark is None:
+            if name != "stedge":
+                config.addinivalue_line("markers", f"{name}: corpus marker")
+            mark = known[name] = getattr(pytest.mark, name)
+        marks.append(mark)
+    return marks
 
 
 class StedgeItem(pytest.Item):
     """One stage of one case with one toolchain version (or the oracle, version None)."""
 
     def __init__(
-        self, *, case: Case, stage: str, version: str | None, **kwargs: Any
+        self, *, case: Case, stage: str, version: str | None, keywords: tuple[str, ...] = (),
+        marks: list[pytest.MarkDecorator] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.stage = stage
         self.version = version
         self._row: ItemRow | None = None
-        if not isinstance(self.parent, CaseFile):  # -k matches the case's folder as before
-            self.extra_keyword_matches.update((self.path.parent.name, self.path.name))
-        marks = self.config.stash.setdefault(_markers_key, {})
-        for name in ("stedge", *case.markers):
-            mark = marks.get(name)
-            if mark is None:  # once per session: --strict-markers knows it, one decorator
-                if name != "stedge":
-                    self.config.addinivalue_line("markers", f"{name}: corpus marker")
-                mark = marks[name] = getattr(pytest.mark, name)
+        self.extra_keyword_matches.update(keywords)
+        for mark in _marks(self.config, case.markers) if marks is None else marks:
             self.add_marker(mark)
 
     @property

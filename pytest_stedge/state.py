@@ -46,6 +46,7 @@ class Toolchains:
         self.recordings: dict[tuple[str, str, str], dict[str, Any]] = {}
         # shipped with the corpus (pytest_stedge.recordings); the store's own win
         self.corpus: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._by_case: dict[str, tuple[dict[Any, Any], int, dict[tuple[str, str], list[str]]]] = {}
 
     def setup(
         self,
@@ -101,8 +102,25 @@ class Toolchains:
         """Versions the corpus holds a recording of for this case and stage, release order."""
         from .recordings import release_key
 
-        found = {v for v, c, s in self.corpus if c == case_name and s == stage}
-        return sorted(found, key=release_key)
+        return sorted(self._versions(self.corpus, "corpus").get((case_name, stage), ()),
+                      key=release_key)
+
+    def stored_versions(self, case_name: str, stage: str) -> set[str]:
+        """Versions the store holds a recording (``stedge ingest``) of for this case and stage."""
+        return set(self._versions(self.recordings, "store").get((case_name, stage), ()))
+
+    def _versions(
+        self, recordings: dict[tuple[str, str, str], dict[str, Any]], name: str
+    ) -> dict[tuple[str, str], list[str]]:
+        # (case, stage) -> versions, built once: a scan of every recording for every case
+        # made collecting a replayed corpus quadratic in its size
+        built = self._by_case.get(name)
+        if built is None or built[0] is not recordings or built[1] != len(recordings):
+            index: dict[tuple[str, str], list[str]] = {}
+            for version, case_name, stage in recordings:
+                index.setdefault((case_name, stage), []).append(version)
+            built = self._by_case[name] = (recordings, len(recordings), index)
+        return built[2]
 
     def previous_recording(self, case_name: str, stage: str, version: str) -> dict[str, Any] | None:
         """The corpus recording of the newest version before ``version`` (a copy), if any:
@@ -495,7 +513,7 @@ class StedgeState:
 
         recorded = self.toolchains.corpus_versions(case.name, stage)
         if stage == "validate-target" and not self.settings.boards:
-            stored = {v for v, c, s in self.toolchains.recordings if c == case.name and s == stage}
+            stored = self.toolchains.stored_versions(case.name, stage)
             both = sorted(set(recorded) | stored, key=release_key)  # ingested ones replay too
             versions = [v for v in self.item_versions() if v in both]
             return versions if self.toolchains.requested else both

@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 # Import C extensions once, before pytester's in-process runs snapshot sys.modules:
-# numpy cannot be loaded twice in one process.
+# numpy cannot be loaded twice in one process, and DuckDB keeps the pyarrow modules it
+# first saw (a second copy, loaded after a test's snapshot was restored, is "not
+# pyarrow" to it: the store's Arrow inserts fail with "pyarrow.dataset is required").
 import duckdb  # noqa: F401
 import numpy  # noqa: F401
+import pyarrow.dataset  # noqa: F401
 import onnx
 import onnxruntime  # noqa: F401
 import pytest
