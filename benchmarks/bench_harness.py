@@ -11,7 +11,9 @@ a recording in the store (as CI without the tool runs a replayed corpus); no ora
 so each item is the harness alone. Two corpora (N and 2N cases) give, in one run:
 - the per-item harness overhead: the slope of serial wall time over items (target <= 8 ms)
   and the fixed cost of a session;
-- ``-n 2`` wall / serial wall on the larger corpus (target <= 0.6).
+- ``-n 2`` wall / serial wall on the larger corpus (target <= 0.6);
+- the same ratio for pytest-xdist alone on as many trivial tests (plugin off): the best two
+  workers give on this machine, whatever the plugin does.
 
     python benchmarks/bench_harness.py [--cases 40] [--sleep 0.5]
     python benchmarks/bench_harness.py --replay [--cases 200] [--rounds 2]
@@ -151,6 +153,12 @@ def replay(args: argparse.Namespace) -> None:
         serial_cpu: dict[int, list[float]] = {n: [] for n in sizes}
         xdist: list[float] = []
         xdist_cpu: list[float] = []
+        # the reference: pytest-xdist itself, as many trivial tests as the larger corpus
+        trivial = root / "test_trivial.py"
+        trivial.write_text("import pytest\n\n\n@pytest.mark.parametrize('i', "
+                           f"range({sizes[1]}))\ndef test_nothing(i):\n    pass\n")
+        bare_serial: list[float] = []
+        bare_xdist: list[float] = []
         versions = ("--stedge-version", VERSION)
         for _ in range(args.rounds):  # alternate, so the machine's noise hits all alike
             for n in sizes:
@@ -162,6 +170,8 @@ def replay(args: argparse.Namespace) -> None:
             corpus, db = built[sizes[1]]
             xdist.append(session(corpus, db, *versions, "-n", "2")[0])
             xdist_cpu.append(_cpu[-1])
+            for extra, walls in (((), bare_serial), (("-n", "2"), bare_xdist)):
+                walls.append(_bare_session(trivial, *extra))
     small, large = (statistics.median(serial[n]) for n in sizes)
     cpu_small, cpu_large = (statistics.median(serial_cpu[n]) for n in sizes)
     per_item = (large - small) / (sizes[1] - sizes[0])
@@ -177,10 +187,24 @@ def replay(args: argparse.Namespace) -> None:
           f"CPU {per_item_cpu * 1000:.1f} ms per item")
     print(f"-n 2 on {sizes[1]} cases: wall {parallel:.2f} s, wall/serial wall = "
           f"{parallel / large:.3f} (target <= 0.60)")
+    bare = statistics.median(bare_xdist) / statistics.median(bare_serial)
+    print(f"pytest-xdist alone, {sizes[1]} trivial tests: -n 2 wall / serial wall = "
+          f"{bare:.3f} (no plugin; what two workers give on this machine at best)")
     # What two idle cores allow: the three processes' CPU spread over both cores.
     print(f"-n 2 CPU (controller + 2 workers) {parallel_cpu:.2f} s against serial "
           f"{cpu_large:.2f} s: on two idle cores at best {parallel_cpu / 2 / cpu_large:.3f} "
           f"of serial")
+
+
+def _bare_session(test_file: Path, *extra: str) -> float:
+    """Wall seconds of plain pytest on ``test_file`` (our plugin off)."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:stedge",
+            "-p", "no:hypothesispytest", "--rootdir", str(test_file.parent), str(test_file), *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=test_file.parent, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"plain pytest failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return time.perf_counter() - start
 
 
 def main() -> None:

@@ -286,7 +286,7 @@ def load_cases(
         # The folder's name as it sits in the corpus, not where a symlink leads.
         base_name = given.parent.name
     try:
-        raw = toml_reader.loads(case_toml.read_text(encoding="utf-8"))
+        raw = toml_reader.loads(case_toml.read_bytes().decode("utf-8"))
     except toml_reader.TOMLDecodeError as exc:
         raise CaseError(case_toml, None, f"not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
