@@ -13,9 +13,9 @@ from typing import Any
 # pyarrow" to it: the store's Arrow inserts fail with "pyarrow.dataset is required").
 import duckdb  # noqa: F401
 import numpy  # noqa: F401
-import pyarrow.dataset  # noqa: F401
 import onnx
 import onnxruntime  # noqa: F401
+import pyarrow.dataset  # noqa: F401
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
