@@ -203,6 +203,52 @@ def find_corpus_root(case_toml: Path) -> Path:
     return folder.parent
 
 
+CASE_FILE = "case.toml"
+_VENV_MARK = "pyvenv.cfg"  # a virtualenv: pytest skips it by rules of its own
+
+
+@dataclass(frozen=True)
+class FolderScan:
+    """One listing of a folder, with what collection and the recordings search need."""
+
+    files: frozenset[str]  # names of the entries that are no folder
+    subfolders: tuple[str, ...]  # paths of the sub-folders that are no symlink
+    #: a plain case folder (a case.toml, no Python, no sub-folder, no virtualenv): the
+    #: names of its regular files that are no symlink; None for any other folder
+    plain: tuple[str, ...] | None
+
+
+def scan_folder(folder: str) -> FolderScan | None:
+    """List ``folder`` once (None if it cannot be read)."""
+    files, subfolders, regular = set(), [], []
+    has_case, plain = False, True
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    is_folder = entry.is_dir()
+                except OSError:
+                    is_folder = False
+                link = entry.is_symlink()
+                if is_folder:
+                    plain = False
+                    if not link:
+                        subfolders.append(entry.path)
+                    continue
+                name = entry.name
+                files.add(name)
+                if name.endswith(".py") or name == _VENV_MARK:
+                    plain = False
+                elif name == CASE_FILE and not has_case:
+                    has_case = entry.is_file()
+                if not link:
+                    regular.append(name)
+    except OSError:
+        return None
+    return FolderScan(frozenset(files), tuple(subfolders),
+                      tuple(regular) if plain and has_case else None)
+
+
 @dataclass(frozen=True)
 class ScannedFolder:
     """A case folder (no symlink) a folder scan saw: where it really is, its regular files."""
@@ -223,6 +269,14 @@ class PathCache:
     roots: dict[str, Path] = field(default_factory=dict)  # folder above a case -> root
     scanned: dict[str, ScannedFolder] = field(default_factory=dict)  # case folder -> scan
     inside: dict[tuple[Path, Path], bool] = field(default_factory=dict)  # (folder, root)
+    #: listings the session's recordings search made (pytest_stedge.recordings), each
+    #: taken once by the collection that follows instead of listing the folder again
+    scans: dict[str, FolderScan] = field(default_factory=dict)
+
+    def take_scan(self, folder: str) -> FolderScan | None:
+        """The listing of ``folder``: the search's, else a new one."""
+        scan = self.scans.pop(folder, None)
+        return scan if scan is not None else scan_folder(folder)
 
     def real_folder(self, folder: Path) -> Path:
         """``folder`` without symlinks (resolved once)."""
@@ -370,12 +424,10 @@ def _build_case(
     def fail(key: str, message: str) -> CaseError:
         return CaseError(path, prefix + key, message)
 
-    unknown = sorted(set(raw) - set(_TOP_KEYS))
+    unknown = raw.keys() - _TOP_KEYS.keys()
     if unknown:
-        raise fail(
-            unknown[0],
-            f"unknown key {unknown[0]!r}; accepted keys: {', '.join(sorted(_TOP_KEYS))}",
-        )
+        first = min(unknown)
+        raise fail(first, f"unknown key {first!r}; accepted keys: {', '.join(sorted(_TOP_KEYS))}")
 
     def string(key: str, default: str | None = None) -> str | None:
         value = raw.get(key, default)

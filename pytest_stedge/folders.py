@@ -25,10 +25,7 @@ from pathlib import Path
 import pytest
 from _pytest.pathlib import absolutepath
 
-from .corpus import PathCache
-
-CASE_FILE = "case.toml"
-_VENV_MARK = "pyvenv.cfg"  # a virtualenv: pytest skips it, its own rules decide
+from .corpus import CASE_FILE, PathCache
 
 
 def folder_collector(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -47,23 +44,6 @@ def _is_corpus_root(path: Path) -> bool:
     return path.name == "corpus" or (path / "bugs").is_dir() or (path / "profiles").is_dir()
 
 
-def _plain_case_folder(path: Path) -> list[str] | None:
-    """The regular files (no symlink) of a folder holding a case.toml and files that are
-    neither Python nor folders; None for any other folder."""
-    has_case, files = False, []
-    try:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.is_dir() or entry.name.endswith(".py") or entry.name == _VENV_MARK:
-                    return None
-                has_case = has_case or (entry.name == CASE_FILE and entry.is_file())
-                if not entry.is_symlink():
-                    files.append(entry.name)
-    except OSError:
-        return None
-    return files if has_case else None
-
-
 def _sorted_entries(path: Path) -> list[os.DirEntry[str]]:
     with os.scandir(path) as entries:
         return sorted(entries, key=lambda entry: entry.name)  # pytest's order
@@ -79,7 +59,8 @@ class CorpusFolder(pytest.Directory):
             path = Path(entry.path)
             if entry.is_dir():
                 if not session.isinitpath(path, with_parents=True):
-                    files = _plain_case_folder(path)
+                    scan = self._paths.take_scan(entry.path)
+                    files = None if scan is None else scan.plain
                     if files is not None:
                         if rules.ignores_folder(path):
                             continue
@@ -101,7 +82,7 @@ class CorpusFolder(pytest.Directory):
 
     @property
     def _paths(self) -> PathCache:
-        from .items import path_cache
+        from .state import path_cache
 
         return path_cache(self.config)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .corpus import Case, PathCache, check_model_pin, load_cases
+from .corpus import Case, check_model_pin, load_cases
 from .errors import CaseError, OracleError, ToolchainError
 from .gate import (
     Baseline,
@@ -21,7 +21,7 @@ from .gate import (
 )
 from .report.visible import visible
 from .result import Result, flat_metrics, new_result
-from .state import StedgeState, get_state
+from .state import StedgeState, get_state, path_cache
 from .store.rows import ItemRow
 
 
@@ -33,7 +33,6 @@ class StedgeCheckFailure(Exception):
         self.summary = summary
 
 
-_paths_key = pytest.StashKey[PathCache]()
 _markers_key = pytest.StashKey[dict[str, pytest.MarkDecorator]]()
 
 
@@ -68,9 +67,6 @@ def case_file(parent: pytest.Collector, path: Path, hooks_from: Path | None = No
         node = CaseFile.from_parent(parent, path=path, hooks_from=hooks_from, nodeid=shown)
     return node
 
-def path_cache(config: pytest.Config) -> PathCache:
-    """The session's cache of resolved corpus paths."""
-    return config.stash.setdefault(_paths_key, PathCache())
 
 
 def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[StedgeItem]:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .corpus import FolderScan, scan_folder
 from .errors import CaseError
 
 RECORDINGS_FILE = "recordings.json"
@@ -80,9 +81,13 @@ def load_recordings(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def find_recordings(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def find_recordings(
+    paths: Iterable[Path], scans: dict[str, FolderScan] | None = None
+) -> list[dict[str, Any]]:
     """Every corpus recording under ``paths`` (case files or folders), in a stable order.
 
+    :param scans: filled with the listing of every folder searched (by path), for the
+        collection that follows (it would list the same thousands of case folders again).
     :raises CaseError: for a malformed file.
     """
     files: set[Path] = set()
@@ -92,10 +97,19 @@ def find_recordings(paths: Iterable[Path]) -> list[dict[str, Any]]:
             if candidate.is_file():
                 files.add(candidate.resolve())
         elif path.is_dir():
-            for root, dirs, names in os.walk(path):
-                dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
-                if RECORDINGS_FILE in names and "case.toml" in names:
-                    files.add((Path(root) / RECORDINGS_FILE).resolve())
+            folders = [os.fspath(path)]
+            while folders:  # no symlinked, hidden or tool folder (as os.walk did)
+                folder = folders.pop()
+                scan = scan_folder(folder)
+                if scan is None:
+                    continue
+                if scans is not None:
+                    scans[folder] = scan
+                if RECORDINGS_FILE in scan.files and "case.toml" in scan.files:
+                    files.add(Path(folder, RECORDINGS_FILE).resolve())
+                folders += [f for f in scan.subfolders
+                            if not os.path.basename(f).startswith(".")
+                            and os.path.basename(f) not in _SKIP_DIRS]
     runs: list[dict[str, Any]] = []
     for file in sorted(files):
         runs += load_recordings(file)

@@ -22,13 +22,14 @@ from typing import Any
 import pytest
 
 from .bugs.registry import BugRegistry, check_case_bugs, load_registry
-from .corpus import Case, file_sha256
+from .corpus import Case, PathCache, file_sha256
 from .errors import CaseError, OracleError
 from .gate import Baseline
 from .store.rows import run_label
 from .toolchain import Discovery, Install
 
 state_key = pytest.StashKey["StedgeState"]()
+_paths_key = pytest.StashKey[PathCache]()
 controller_setup_key = pytest.StashKey[Callable[[pytest.Config, "StedgeState"], None]]()
 WORKERINPUT_KEY = "stedge"
 NO_INSTALL = "no-install"
@@ -476,7 +477,7 @@ class StedgeState:
 
         self.work.run_id = run_id
         try:
-            corpus = find_recordings(_arg_paths(self.config))
+            corpus = find_recordings(_arg_paths(self.config), path_cache(self.config).scans)
         except CaseError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.toolchains.setup(discovery, recordings, corpus)
@@ -542,6 +543,11 @@ class StedgeState:
         self.settings.boards = data["boards"]
         self.baselines.from_data(data["baseline"])
         self.ready = True
+
+
+def path_cache(config: pytest.Config) -> PathCache:
+    """The session's cache of resolved corpus paths and folder listings."""
+    return config.stash.setdefault(_paths_key, PathCache())
 
 
 def _resolve(config: pytest.Config, option: str | None, ini: str, default: Path) -> Path:

@@ -216,3 +216,44 @@ def test_a_session_without_a_corpus_never_touches_the_garbage_collector(
         """)
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_folder_listing_says_which_folders_are_plain_case_folders(tmp_path: Path) -> None:
+    from pytest_stedge.corpus import scan_folder
+
+    def folder(name: str, *files: str) -> str:
+        path = tmp_path / name
+        path.mkdir()
+        for file in files:
+            (path / file).write_text("x")
+        return str(path)
+
+    plain = scan_folder(folder("plain", "case.toml", "model.onnx"))
+    assert plain is not None and sorted(plain.plain or ()) == ["case.toml", "model.onnx"]
+    for name, files in (("python", ("case.toml", "conftest.py")), ("venv", ("case.toml", "pyvenv.cfg")),
+                        ("no-case", ("model.onnx",))):
+        scan = scan_folder(folder(name, *files))
+        assert scan is not None and scan.plain is None, name
+    nested = folder("nested", "case.toml")
+    (Path(nested) / "sub").mkdir()
+    scan = scan_folder(nested)
+    assert scan is not None and scan.plain is None and scan.subfolders == (f"{nested}/sub",)
+    linked = folder("linked", "case.toml")
+    (Path(linked) / "model.onnx").symlink_to(Path(nested) / "case.toml")
+    scan = scan_folder(linked)
+    # a symlinked model is no regular file of the folder: the case resolves it on its own
+    assert scan is not None and scan.plain == ("case.toml",) and "model.onnx" in scan.files
+    assert scan_folder(str(tmp_path / "absent")) is None
+
+
+def test_the_recordings_search_hands_its_listings_to_the_collection(tmp_path: Path) -> None:
+    from pytest_stedge.recordings import find_recordings
+
+    corpus = tmp_path / "corpus"
+    for name in ("a", "b", ".hidden", "node_modules"):
+        (corpus / name).mkdir(parents=True)
+        (corpus / name / "case.toml").write_text("")
+    scans: dict = {}
+    assert find_recordings([corpus], scans) == []
+    assert sorted(scans) == [str(corpus), str(corpus / "a"), str(corpus / "b")]
+    assert scans[str(corpus / "a")].plain == ("case.toml",)
