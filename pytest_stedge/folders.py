@@ -62,7 +62,7 @@ class CorpusFolder(pytest.Directory):
                     scan = self._paths.take_scan(entry.path)
                     files = None if scan is None else scan.plain
                     if files is not None:
-                        if rules.ignores_folder(path):
+                        if rules.ignores_folder(entry.path):
                             continue
                         if not entry.is_symlink():
                             self._paths.saw_folder(path, files)
@@ -92,7 +92,7 @@ class CorpusFolder(pytest.Directory):
         from .items import case_file, case_items
         from .report.visible import visible
 
-        if rules.ignores_file(path):
+        if rules.ignores_file(str(path)):
             return
         try:
             # a folder named with bidi controls: ids show them too (as pytest_collect_file)
@@ -158,7 +158,7 @@ class PytestIgnores:
         # _pytest.main.pytest_ignore_collect, for the children of ``folder.path``
         paths = config._getconftest_pathlist("collect_ignore", path=folder.path) or []
         paths += [absolutepath(x) for x in config.getoption("ignore") or []]
-        self._paths = set(paths)
+        self._paths = {str(path) for path in paths}
         globs = config._getconftest_pathlist("collect_ignore_glob", path=folder.path) or []
         globs += [absolutepath(x) for x in config.getoption("ignore_glob") or []]
         self._globs = [str(glob) for glob in globs]
@@ -177,29 +177,28 @@ class PytestIgnores:
             if names else None
         )
 
-    def _ask(self, path: Path) -> bool:
-        return bool(self._hook(collection_path=path, config=self._config))
+    def _ask(self, path: str) -> bool:
+        return bool(self._hook(collection_path=Path(path), config=self._config))
 
-    def _listed(self, path: Path) -> bool:
-        if path.name == "__pycache__" or path in self._paths:
+    def _listed(self, path: str, name: str) -> bool:
+        if name == "__pycache__" or path in self._paths:
             return True
-        text = str(path)
-        return any(fnmatch.fnmatch(text, glob) for glob in self._globs)
+        return any(fnmatch.fnmatch(path, glob) for glob in self._globs)
 
-    def ignores_folder(self, path: Path) -> bool:
+    def ignores_folder(self, path: str) -> bool:
         """Whether pytest ignores ``path``, a plain case folder (not a virtualenv) in it."""
         if not self._own:
             return self._ask(path)
-        if self._listed(path):
+        name = os.path.basename(path)
+        if self._listed(path, name):
             return True
-        if self._names is not None and self._names.match(os.path.normcase(path.name)):
+        if self._names is not None and self._names.match(os.path.normcase(name)):
             return True
-        text = str(path)
-        return any(fnmatch.fnmatch(text, p) for p in self._full)
+        return any(fnmatch.fnmatch(path, p) for p in self._full)
 
-    def ignores_file(self, path: Path) -> bool:
+    def ignores_file(self, path: str) -> bool:
         """Whether pytest ignores ``path``, the case file of a plain case folder in it.
 
         pytest's hook alone would miss a ``collect_ignore`` naming the file: it reads the
         conftests of the file's folder, which were never loaded (no node of its own)."""
-        return self._listed(path) or (not self._own and self._ask(path))
+        return self._listed(path, os.path.basename(path)) or (not self._own and self._ask(path))

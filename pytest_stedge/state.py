@@ -373,25 +373,26 @@ class BugRegistries:
     """The known-bug registry of each corpus, loaded once."""
 
     def __init__(self) -> None:
-        self._registries: dict[Path, BugRegistry | CaseError] = {}
+        self._registries: dict[Path, BugRegistry | CaseError] = {}  # by corpus root
 
     def registry(self, case: Case) -> BugRegistry:
         """The registry of the case's corpus (raises the CaseError it gave)."""
-        folder = case.corpus_root / "bugs"
-        cached = self._registries.get(folder)
+        cached = self._registries.get(case.corpus_root)
         if cached is None:
             try:
-                cached = load_registry(folder)
+                cached = load_registry(case.corpus_root / "bugs")
             except CaseError as exc:
                 cached = exc
-            self._registries[folder] = cached
+            self._registries[case.corpus_root] = cached
         if isinstance(cached, CaseError):
             raise cached
         return cached
 
     def check(self, case: Case) -> None:
         """Refuse a case that names a bug its corpus's registry does not have."""
-        check_case_bugs(case.bugs, self.registry(case), case.path)
+        registry = self.registry(case)  # also for a case naming none: a bad registry fails it
+        if case.bugs:
+            check_case_bugs(case.bugs, registry, case.path)
 
 
 class RunSettings:
@@ -547,7 +548,10 @@ class StedgeState:
 
 def path_cache(config: pytest.Config) -> PathCache:
     """The session's cache of resolved corpus paths and folder listings."""
-    return config.stash.setdefault(_paths_key, PathCache())
+    cache = config.stash.get(_paths_key, None)
+    if cache is None:
+        cache = config.stash[_paths_key] = PathCache()
+    return cache
 
 
 def _resolve(config: pytest.Config, option: str | None, ini: str, default: Path) -> Path:
