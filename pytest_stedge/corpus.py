@@ -266,6 +266,7 @@ class PathCache:
     """
 
     real: dict[Path, Path] = field(default_factory=dict)  # folder -> without symlinks
+    real_texts: dict[str, Path] = field(default_factory=dict)  # the same, by path string
     roots: dict[str, Path] = field(default_factory=dict)  # folder above a case -> root
     scanned: dict[str, ScannedFolder] = field(default_factory=dict)  # case folder -> scan
     inside: dict[tuple[Path, Path], bool] = field(default_factory=dict)  # (folder, root)
@@ -285,10 +286,13 @@ class PathCache:
             real = self.real[folder] = Path(os.path.realpath(folder))
         return real
 
-    def saw_folder(self, folder: Path, files: Iterable[str]) -> None:
+    def saw_folder(self, folder: str, files: Iterable[str]) -> None:
         """A folder scan found ``folder`` (absolute, no symlink) holding these regular files."""
-        real = self.real[folder] = self.real_folder(folder.parent) / folder.name
-        self.scanned[str(folder)] = ScannedFolder(real, frozenset(files))
+        above, name = os.path.split(folder)
+        real_above = self.real_texts.get(above)
+        if real_above is None:
+            real_above = self.real_texts[above] = self.real_folder(Path(above))
+        self.scanned[folder] = ScannedFolder(real_above / name, frozenset(files))
 
     def is_inside(self, folder: Path, root: Path) -> bool:
         """Whether ``folder`` (without symlinks) is ``root`` or below it."""

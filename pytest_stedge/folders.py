@@ -65,7 +65,7 @@ class CorpusFolder(pytest.Directory):
                         if rules.ignores_folder(entry.path):
                             continue
                         if not entry.is_symlink():
-                            self._paths.saw_folder(path, files)
+                            self._paths.saw_folder(entry.path, files)
                         yield from self._case(path / CASE_FILE, rules)
                         continue
                     if ihook.pytest_ignore_collect(collection_path=path, config=config):
@@ -94,11 +94,15 @@ class CorpusFolder(pytest.Directory):
 
         if rules.ignores_file(str(path)):
             return
-        try:
-            # a folder named with bidi controls: ids show them too (as pytest_collect_file)
-            file_id = visible(path.relative_to(self.config.rootpath).as_posix())
-        except ValueError:  # outside the rootdir: pytest names it, as a node of its own
-            file_id = None
+        # a folder named with bidi controls: ids show them too (as pytest_collect_file)
+        text, root = str(path), str(self.config.rootpath)
+        if text.startswith(root) and text[len(root):len(root) + 1] == os.sep:
+            file_id: str | None = visible(text[len(root) + 1:].replace(os.sep, "/"))
+        else:
+            try:
+                file_id = visible(path.relative_to(self.config.rootpath).as_posix())
+            except ValueError:  # outside the rootdir: pytest names it, as a node of its own
+                file_id = None
         if file_id is not None:
             try:
                 yield from case_items(self, path, file_id)
