@@ -4,8 +4,9 @@ cost for as many parametrized items.
 pytest's directory collector asks every plugin about every file in every folder, loads
 conftests folder by folder and captures output around every file it collects. Inside a
 corpus (a folder named ``corpus`` or holding ``bugs/`` or ``profiles/``), a *plain* case
-folder (``case.toml`` beside models and data files: no Python, no sub-folder) is no node
-of its own: the corpus folder yields its items directly, with the same node ids
+folder (``case.toml`` beside models and data files: no Python, no sub-folder, no
+virtualenv) is no node of its own: the corpus folder yields its items directly, with the
+same node ids
 (``corpus/<case>/case.toml::<stage>[<param>]``), the same ``-k`` keywords and the
 conftests of the corpus folder. A malformed case still fails as its own case file. Every
 other folder, Python packages and a case folder or file named on the command line are
@@ -23,7 +24,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _pytest.pathlib import absolutepath
 
 from .corpus import CASE_FILE, PathCache
 
@@ -156,16 +156,19 @@ class PytestIgnores:
     def __init__(self, folder: pytest.Directory) -> None:
         self._config = config = folder.config
         self._hook = folder.ihook.pytest_ignore_collect
-        self._own = all(  # pytest's rule alone: it can be answered here
+        # pytest's rule alone (and the pytest whose conftest look-up this uses, which
+        # tests/test_collection.py checks against the hook): it can be answered here
+        listed = getattr(config, "_getconftest_pathlist", None)
+        self._own = listed is not None and all(
             impl.function.__module__ == "_pytest.main" for impl in self._hook.get_hookimpls()
         )
         # _pytest.main.pytest_ignore_collect, for the children of ``folder.path``
-        paths = config._getconftest_pathlist("collect_ignore", path=folder.path) or []
-        paths += [absolutepath(x) for x in config.getoption("ignore") or []]
+        paths = (listed and listed("collect_ignore", path=folder.path)) or []
         self._paths = {str(path) for path in paths}
-        globs = config._getconftest_pathlist("collect_ignore_glob", path=folder.path) or []
-        globs += [absolutepath(x) for x in config.getoption("ignore_glob") or []]
+        self._paths.update(os.path.abspath(x) for x in config.getoption("ignore") or [])
+        globs = (listed and listed("collect_ignore_glob", path=folder.path)) or []
         self._globs = [str(glob) for glob in globs]
+        self._globs += [os.path.abspath(x) for x in config.getoption("ignore_glob") or []]
         names: list[str] = []  # norecursedirs matched on the name (fnmatch_ex's rule) ...
         self._full: list[str] = []  # ... and those with a separator, on the whole path
         for pattern in config.getini("norecursedirs"):
