@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -26,7 +25,6 @@ _PROC = Path("/proc")
 _KILL_ROUNDS = 50
 _prefix = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
 _counter = 0
-_reaper: subprocess.Popen[bytes] | None = None
 _reaper_pid = 0
 _subreaper = False
 _PR_SET_CHILD_SUBREAPER = 36
@@ -196,29 +194,43 @@ def _kill_group(root: int) -> int:
 
 
 def ensure_reaper() -> None:
-    """Start this process's reaper once (Linux): it outlives us only to kill our tools."""
-    global _reaper, _reaper_pid
-    if _reaper is not None and _reaper.poll() is None:
+    """Start this process's reaper once (Linux): it outlives us only to kill our tools.
+
+    Spawned without a :class:`subprocess.Popen` object: one would warn at our exit that
+    its process is still running, which for the reaper is the point (an error where
+    ResourceWarning is one, as in a test run under ``filterwarnings = error``)."""
+    global _reaper_pid
+    if _reaper_pid and _running_child(_reaper_pid):
         return
     if not supported():
         return
-    read_end, write_end = os.pipe()
+    read_end, write_end = os.pipe()  # both ends not inherited (PEP 446), but as stdin
     try:
-        _reaper = subprocess.Popen(
-            [sys.executable, "-S", "-c", _REAPER_CODE, _prefix],
-            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a signal to pytest's process group spares it
-            close_fds=True,
+        _reaper_pid = os.posix_spawn(
+            sys.executable, [sys.executable, "-S", "-c", _REAPER_CODE, _prefix], os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, read_end, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+            ],
+            setsid=True,  # a signal to pytest's process group spares it
         )
-    except OSError:
+    except (OSError, NotImplementedError):  # no posix_spawn setsid on this libc
         os.close(write_end)
         return
     finally:
         os.close(read_end)
-    _reaper_pid = _reaper.pid
-    os.set_inheritable(write_end, False)
     _keep.append(write_end)  # held open until this process ends, however it ends
     _become_subreaper()
+
+
+def _running_child(pid: int) -> bool:
+    """Whether our child ``pid`` still runs (a dead one is collected)."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0
 
 
 def _become_subreaper() -> None:

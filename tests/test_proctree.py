@@ -136,3 +136,23 @@ def test_a_killed_pytest_leaves_no_tool_process(
         proc.wait()
     assert _wait_none(mark) == []
     assert _wait_none(str(tmp_path / "inst")) == []  # the fake tool itself
+
+
+def test_a_process_with_a_reaper_exits_quietly_and_its_reaper_follows() -> None:
+    """The reaper outlives every tool run by design: starting it must not leave a
+    "subprocess is still running" ResourceWarning at exit (an error message at the end of
+    every test run under filterwarnings = error), and it ends once its parent has."""
+    code = ("from pytest_stedge import proctree\n"
+            "proctree.ensure_reaper()\n"
+            "first = proctree._reaper_pid\n"
+            "proctree.ensure_reaper()\n"
+            "assert proctree._reaper_pid == first, 'a second reaper'\n"
+            "print(first)\n")
+    done = subprocess.run([sys.executable, "-W", "error::ResourceWarning", "-c", code],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    reaper = int(done.stdout)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{reaper}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{reaper}").exists(), "the reaper outlived its parent"
