@@ -212,6 +212,7 @@ def ensure_reaper() -> None:
                 (os.POSIX_SPAWN_DUP2, read_end, 0),
                 (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()),  # close_fds
             ],
             setsid=True,  # a signal to pytest's process group spares it
         )
@@ -222,6 +223,19 @@ def ensure_reaper() -> None:
         os.close(read_end)
     _keep.append(write_end)  # held open until this process ends, however it ends
     _become_subreaper()
+
+
+def _inherited_fds() -> list[int]:
+    """Our descriptors above stderr that a spawned process would inherit."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                fds.append(fd)
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return fds
 
 
 def _running_child(pid: int) -> bool:
