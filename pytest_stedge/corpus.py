@@ -265,8 +265,7 @@ class PathCache:
     tenth of collecting it.
     """
 
-    real: dict[Path, Path] = field(default_factory=dict)  # folder -> without symlinks
-    real_texts: dict[str, Path] = field(default_factory=dict)  # the same, by path string
+    real: dict[str, Path] = field(default_factory=dict)  # folder -> without symlinks
     roots: dict[str, Path] = field(default_factory=dict)  # folder above a case -> root
     scanned: dict[str, ScannedFolder] = field(default_factory=dict)  # case folder -> scan
     inside: dict[tuple[Path, Path], bool] = field(default_factory=dict)  # (folder, root)
@@ -279,20 +278,18 @@ class PathCache:
         scan = self.scans.pop(folder, None)
         return scan if scan is not None else scan_folder(folder)
 
-    def real_folder(self, folder: Path) -> Path:
+    def real_folder(self, folder: str | Path) -> Path:
         """``folder`` without symlinks (resolved once)."""
-        real = self.real.get(folder)
+        key = os.fspath(folder)
+        real = self.real.get(key)
         if real is None:
-            real = self.real[folder] = Path(os.path.realpath(folder))
+            real = self.real[key] = Path(os.path.realpath(key))
         return real
 
     def saw_folder(self, folder: str, files: Iterable[str]) -> None:
         """A folder scan found ``folder`` (absolute, no symlink) holding these regular files."""
         above, name = os.path.split(folder)
-        real_above = self.real_texts.get(above)
-        if real_above is None:
-            real_above = self.real_texts[above] = self.real_folder(Path(above))
-        self.scanned[folder] = ScannedFolder(real_above / name, frozenset(files))
+        self.scanned[folder] = ScannedFolder(self.real_folder(above) / name, frozenset(files))
 
     def is_inside(self, folder: Path, root: Path) -> bool:
         """Whether ``folder`` (without symlinks) is ``root`` or below it."""

@@ -107,13 +107,15 @@ def find_recordings(
                     scans[folder] = scan
                 if RECORDINGS_FILE in scan.files and "case.toml" in scan.files:
                     files.add(Path(folder, RECORDINGS_FILE).resolve())
-                folders += [f for f in scan.subfolders
-                            if not os.path.basename(f).startswith(".")
-                            and os.path.basename(f) not in _SKIP_DIRS]
+                folders += [f for f in scan.subfolders if _searched(os.path.basename(f))]
     runs: list[dict[str, Any]] = []
     for file in sorted(files):
         runs += load_recordings(file)
     return runs
+
+
+def _searched(folder_name: str) -> bool:
+    return folder_name not in _SKIP_DIRS and not folder_name.startswith(".")
 
 
 def release_key(version: str) -> tuple[Any, ...]:

@@ -47,7 +47,10 @@ class Toolchains:
         self.recordings: dict[tuple[str, str, str], dict[str, Any]] = {}
         # shipped with the corpus (pytest_stedge.recordings); the store's own win
         self.corpus: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self._by_case: dict[str, tuple[dict[Any, Any], int, dict[tuple[str, str], list[str]]]] = {}
+        # (case, stage) -> versions of each, built where they are set: a scan of every
+        # recording for every case made collecting a replayed corpus quadratic in its size
+        self._corpus_versions: dict[tuple[str, str], list[str]] = {}
+        self._stored_versions: dict[tuple[str, str], list[str]] = {}
 
     def setup(
         self,
@@ -63,6 +66,7 @@ class Toolchains:
             self.recordings[(rec["version"], rec["case_name"], rec["stage"])] = rec
         for rec in corpus or []:
             self.corpus[(rec["version"], rec["case_name"], rec["stage"])] = rec
+        self._index_versions()
         recorded = sorted({rec["version"] for rec in [*recordings, *(corpus or [])]})
         self.versions = list(dict.fromkeys(self.requested)) if self.requested else list(found)
         self.installs = {v: found[v] for v in self.versions if v in found}
@@ -103,25 +107,18 @@ class Toolchains:
         """Versions the corpus holds a recording of for this case and stage, release order."""
         from .recordings import release_key
 
-        return sorted(self._versions(self.corpus, "corpus").get((case_name, stage), ()),
-                      key=release_key)
+        return sorted(self._corpus_versions.get((case_name, stage), ()), key=release_key)
 
     def stored_versions(self, case_name: str, stage: str) -> set[str]:
         """Versions the store holds a recording (``stedge ingest``) of for this case and stage."""
-        return set(self._versions(self.recordings, "store").get((case_name, stage), ()))
+        return set(self._stored_versions.get((case_name, stage), ()))
 
-    def _versions(
-        self, recordings: dict[tuple[str, str, str], dict[str, Any]], name: str
-    ) -> dict[tuple[str, str], list[str]]:
-        # (case, stage) -> versions, built once: a scan of every recording for every case
-        # made collecting a replayed corpus quadratic in its size
-        built = self._by_case.get(name)
-        if built is None or built[0] is not recordings or built[1] != len(recordings):
-            index: dict[tuple[str, str], list[str]] = {}
+    def _index_versions(self) -> None:
+        for recordings, index in ((self.corpus, self._corpus_versions),
+                                  (self.recordings, self._stored_versions)):
+            index.clear()
             for version, case_name, stage in recordings:
                 index.setdefault((case_name, stage), []).append(version)
-            built = self._by_case[name] = (recordings, len(recordings), index)
-        return built[2]
 
     def previous_recording(self, case_name: str, stage: str, version: str) -> dict[str, Any] | None:
         """The corpus recording of the newest version before ``version`` (a copy), if any:
@@ -162,6 +159,7 @@ class Toolchains:
             (r["version"], r["case_name"], r["stage"]): r for r in data["recordings"]
         }
         self.corpus = {(r["version"], r["case_name"], r["stage"]): r for r in data["corpus"]}
+        self._index_versions()
         self.versions = data["versions"]
         found = {i.version: i for i in installs}
         self.installs = {v: found[v] for v in self.versions if v in found}
