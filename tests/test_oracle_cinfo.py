@@ -185,7 +185,7 @@ def test_oracle_command_with_c_info(capsys: pytest.CaptureFixture[str]) -> None:
     model, c_info = (_case(*p.split("/")) for p in PAIRS["tcn-4.0.0"])
     assert main(["oracle", str(model), "--c-info", str(c_info)]) == 0
     out = capsys.readouterr().out
-    assert "floor (lower bound):    20,160 B" in out
+    assert "floor (lower bound):    11,968 B" in out
     assert "reported activations 23,936 B" in out
     assert main(["oracle", str(model), "--c-info", str(c_info), "--tensors"]) == 0
     out = capsys.readouterr().out

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .deploy import Deployment, deployment_for
-from .deployed import deployed_liveness
+from .deployed import deployed
 from .facts import classify, op_counts, weights
 from .graph import Graph
 from .liveness import Liveness
@@ -43,7 +43,7 @@ def analyze_graph(
 ) -> dict[str, Any]:
     """The oracle report of an already built graph (see :func:`analyze_model`)."""
     qdq = classify(graph)
-    live = deployed_liveness(graph, qdq, deployment)
+    live, floor = deployed(graph, qdq, deployment)
     plan = memory_plan(live)
     alignment = deployment.alignment if deployment else 1
     aligned = all(b.size % alignment == 0 for b in live.resolved() if b.size)
@@ -52,15 +52,24 @@ def analyze_graph(
     nodes = graph.nodes
     known = bool(live.resolved())
     sizes = {b.name: b.size for b in live.buffers}
+    floor_sizes = floor.sizes
     report: dict[str, Any] = {
         "model": str(graph.path) if graph.path else None,
         "format": graph.source,
         "deployment": deployment.describe() if deployment else None,
         "qdq": qdq.qdq,
-        "lower_bound_bytes": live.lower_bound if known else None,
+        "lower_bound_bytes": floor.bytes if known else None,
         "expected_bytes": expected.size if known else None,
         "plan_bytes": plan.size if known else None,
         "plan_strategy": plan.strategy,
+        "typical_bound_bytes": live.lower_bound if known else None,
+        "floor": {
+            "where": floor.where,
+            "tensors": [{"name": n, "bytes": floor_sizes.get(n)} for n in floor.tensors],
+            "fused": floor.fused,
+            "in_place": floor.in_place,
+            "saved_bytes": floor.saved_bytes,
+        },
         "peak": [{"name": n, "bytes": sizes.get(n)} for n in live.peak],
         "streamed_tensors": live.streamed,
         "overlaid": [{"output": o, "input": i} for o, i in live.overlaid],
@@ -72,6 +81,9 @@ def analyze_graph(
         "peak_tensors": live.peak,
         "float_nodes": [
             {"name": nodes[i].name, "op_type": nodes[i].op_type} for i in qdq.float_nodes
+        ],
+        "software_nodes": [
+            {"name": nodes[i].name, "op_type": nodes[i].op_type} for i in sorted(qdq.software)
         ],
         "quantized_nodes": len(qdq.quantized),
         "params": params,

@@ -8,7 +8,9 @@ that input dies there (overlay), which a plain liveness sum cannot see.
 
 from __future__ import annotations
 
+from .floor import Capabilities
 from .graph import Graph, Node
+from .opclass import ACTIVATIONS, BINARY, CONVERSIONS, CONVOLUTIONS, POOLS, UNARY, overlay_mode
 
 ALIGNMENT = 4  # every MCU activation pool of every real c_info has alignment 4
 
@@ -75,5 +77,34 @@ RULES: list[tuple[str, str, list[str]]] = [
 
 
 def overlays(graph: Graph, node: Node) -> bool:
-    """Whether this layer's output may overwrite its dying data input."""
-    return node.op_type in OVERLAY_OPS
+    """Whether the runtime typically writes this layer's output over its dying data input:
+    convolutions, pads, pooling and activations (``mcu-overlay``), element-wise
+    arithmetic and conversions (``mcu-elementwise-in-place``)."""
+    return node.op_type in OVERLAY_OPS or node.op_type in BINARY | CONVERSIONS
+
+
+# Pooling the runtime's fused convolution kernels compute (forward_conv2d_..._nl_pool).
+WINDOW_POOLS = frozenset({"MaxPool", "AveragePool", "QLinearAveragePool"})
+
+
+def software_fuses(producer: Node, consumers: list[Node], *, typical: bool = False) -> bool:
+    """Whether a software kernel may compute ``consumers`` inside ``producer`` (the tensor
+    between them never stored): an activation after any layer, a pooling after a
+    convolution (and its activation), each the tensor's only reader. The runtime's
+    ``forward_conv2d_..._nl_pool`` kernels do both (HandWriteNumber, 9.0.0: CONV_2D +
+    ReLU + MAX_POOL_2D is one C layer whose 28x28x32 output never exists). ``typical``:
+    only what the runtime is seen doing (window pooling); otherwise any pooling or
+    reduction, which a kernel could accumulate as the convolution produces its rows."""
+    if len(consumers) != 1:
+        return False
+    op = consumers[0].op_type
+    if op in ACTIVATIONS:
+        return True
+    pools = WINDOW_POOLS if typical else POOLS
+    return op in pools and producer.op_type in CONVOLUTIONS | UNARY
+
+
+def floor_capabilities(graph: Graph) -> Capabilities:
+    """What the software runtime may do, for the admissible floor: every legal in-place
+    write (:func:`.opclass.overlay_mode`) and the software fusions."""
+    return Capabilities(fuses=software_fuses, overlay=lambda node: overlay_mode(graph, node))

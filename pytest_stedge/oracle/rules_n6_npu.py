@@ -11,7 +11,9 @@ show; a tool that materialises the tensor anyway is above the floor, never below
 
 from __future__ import annotations
 
+from .floor import Capabilities
 from .graph import Graph, Node
+from .opclass import CONVOLUTIONS, DENSE, POOLS, overlay_mode
 
 ALIGNMENT = 8  # every N6 pool of every real c_info has alignment 8
 
@@ -126,3 +128,30 @@ def streams(graph: Graph, producer: Node, consumers: list[Node], quantized: set[
     if producer.op_type not in STREAM_PRODUCERS:
         return False
     return all(c.op_type in STREAM_CONSUMERS for c in consumers)
+
+
+def floor_capabilities(graph: Graph, integer: set[int]) -> Capabilities:
+    """What the N6 may do, for the admissible floor. Integer nodes (every node of a QDQ
+    region, float-parameter ones included: the tool may run them in integer) stream as
+    :func:`streams` says; element-wise operators, conversions and concatenations may
+    write over a dying input; convolutions, pooling and dense units never do (their
+    input and output DMA streams run together: every N6 c_info in ../shared keeps an
+    epoch's input and output apart, and the micro convolutions allocate input + output
+    exactly). Float nodes run in software on the Cortex-M55 with the MCU runtime's
+    kernels, so the MCU classes apply to them."""
+    from .rules_mcu import software_fuses
+
+    def fuses(producer: Node, consumers: list[Node]) -> bool:
+        nodes = [producer, *consumers]
+        if all(n.index in integer for n in nodes):
+            return streams(graph, producer, consumers, integer)
+        if not any(n.index in integer for n in nodes):
+            return software_fuses(producer, consumers)
+        return False
+
+    def overlay(node: Node) -> tuple[str, int | None]:
+        if node.index in integer and node.op_type in CONVOLUTIONS | POOLS | DENSE:
+            return "none", None
+        return overlay_mode(graph, node)
+
+    return Capabilities(fuses=fuses, overlay=overlay)
