@@ -194,6 +194,12 @@ def _least_peak(
     return best[full]
 
 
+def _root(parent: list[int], k: int) -> int:
+    while parent[k] != k:
+        k = parent[k]
+    return k
+
+
 def _fusion_choices(ops: list[Op], fusable: list[tuple[int, int]]) -> list[list[list[int]]]:
     """Every partition of the operators into groups that a subset of fusable edges makes."""
     out = []
@@ -201,17 +207,11 @@ def _fusion_choices(ops: list[Op], fusable: list[tuple[int, int]]) -> list[list[
         itertools.combinations(fusable, r) for r in range(len(fusable) + 1)
     ):
         parent = list(range(len(ops)))
-
-        def find(k: int) -> int:
-            while parent[k] != k:
-                k = parent[k]
-            return k
-
         for a, b in chosen:
-            parent[find(a)] = find(b)
+            parent[_root(parent, a)] = _root(parent, b)
         groups: dict[int, list[int]] = {}
         for k in range(len(ops)):
-            groups.setdefault(find(k), []).append(k)
+            groups.setdefault(_root(parent, k), []).append(k)
         out.append(list(groups.values()))
     return out
 

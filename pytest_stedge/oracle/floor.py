@@ -145,16 +145,18 @@ def admissible_floor(
     def after(v: int, u: int) -> bool:  # u must run after v in every order
         return bool((desc[v] >> u) & 1) if desc else u > v
 
+    # Buffers live at an operator in every order that it neither reads nor writes.
     passing: list[list[str]] = [[] for _ in range(n)]
     for b, p, last in spans:
         mask = 0
-        for u in dag.readers.get(b, []):
+        users = dag.readers.get(b, [])
+        for u in users:
             mask |= 1 << u
         output = b in out_roots
         for v in range(p + 1, min(last, n)):
             if p >= 0 and not (desc[p] >> v) & 1:
                 continue  # v may run before the producer
-            if output or desc[v] & mask:
+            if (output or desc[v] & mask) and not (mask >> v) & 1:
                 passing[v].append(b)
 
     node_of = [graph.nodes[live.steps[k].index] for k in dag.steps]
@@ -165,11 +167,41 @@ def admissible_floor(
             links.setdefault(p, set()).add(u)
             links.setdefault(u, set()).add(p)
     at = _Context(dag, node_of, caps, sizes, passing, fusable, links, out_roots, after)
-    for v in range(n):
+    # An operator run alone bounds what any group around it holds from above: only
+    # operators whose lone figure beats the floor so far need their groups tried.
+    alone = [_alone(v, at) for v in range(n)]
+    for v in sorted(range(n), key=alone.__getitem__, reverse=True):
+        if alone[v] <= best.bytes:
+            break
         found = _least_at(v, at)
         if found.bytes > best.bytes:
             best = found
     return best
+
+
+def _alone(v: int, at: _Context) -> int:
+    """What operator ``v`` holds run alone, its output written over its best dying input."""
+    sizes = at.sizes
+    reads, writes = at.dag.reads[v], at.dag.writes[v]
+    total = sum(sizes.get(b, 0) for b in reads) + sum(sizes.get(b, 0) for b in writes)
+    total += sum(sizes[b] for b in at.passing[v])
+    if not reads:
+        return total
+    mode, position = at.caps.overlay(at.node_of[v])
+    out = sum(sizes.get(b, 0) for b in writes)
+    if mode == "none" or not out:
+        return total
+    operands = reads if position is None else reads[position : position + 1]
+    dying = [
+        sizes[b]
+        for b in operands
+        if sizes.get(b)
+        and b not in at.outputs
+        and not any(u != v and at.after(v, u) for u in at.dag.readers.get(b, ()))
+    ]
+    if not dying:
+        return total
+    return total - min(sum(dying) if mode == "all" else max(dying), out)
 
 
 def _fusable(
