@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .deploy import Deployment
+from .deploy import IO_TYPES, Deployment
 from .facts import QdqInfo
 from .floor import Capabilities, Floor, admissible_floor
-from .graph import Graph, Node
-from .liveness import VIEW_OPS, Buffer, Liveness, analyze_liveness, finish
+from .graph import Graph, Node, elem_bytes
+from .liveness import VIEW_OPS, Buffer, Liveness, Step, analyze_liveness, finish, step_node
 from .opclass import BINARY
 
 
@@ -44,6 +44,7 @@ def deployed(
     live = analyze_liveness(graph, qdq, int64_as_int32=deployment is not None)
     if deployment is None:
         return live, Floor(live.lower_bound, _step_name(live), list(live.peak))
+    _io_types(graph, live, deployment)
     _io_outside(graph, live, deployment)
     floor = admissible_floor(graph, live, _capabilities(graph, qdq, deployment))
     apply_deployment(graph, qdq, live, deployment)
@@ -74,12 +75,66 @@ def apply_deployment(graph: Graph, qdq: QdqInfo, live: Liveness, deployment: Dep
         _overlay(graph, live, deployment)
 
 
+def _io_types(graph: Graph, live: Liveness, deployment: Deployment) -> None:
+    """``--input-data-type`` / ``--output-data-type``: an I/O buffer of another width than
+    the model's becomes a buffer of the asked type, converted by a step the deployment
+    adds (before the first operator for inputs, after the last one for outputs)."""
+    by_name = {b.name: b for b in live.buffers}
+
+    def retyped(roots: list[str], types: tuple[str, ...]) -> list[tuple[Buffer, Buffer, str]]:
+        found = []
+        for k, root in enumerate(roots):
+            if not types:
+                break
+            kind = types[min(k, len(types) - 1)]
+            buf = by_name.get(root)
+            elements = max((graph.info(m).elements or 0 for m in buf.members), default=0) if buf else 0
+            width = elem_bytes(IO_TYPES[kind])
+            if buf is None or buf.size is None or not elements or width is None:
+                continue
+            if buf.size == elements * width:
+                continue  # the model's own width: no conversion
+            found.append((buf, Buffer(f"{root} ({kind})", elements * width, 0, 0, []), kind))
+        return found
+
+    ins = retyped(live.inputs, deployment.input_types)
+    outs = retyped(live.outputs, deployment.output_types)
+    if not ins and not outs:
+        return
+    shift = len(ins)
+    for buf in live.buffers:
+        buf.start += shift
+        buf.end += shift
+    steps: list[Step] = []
+    for k, (old, new, kind) in enumerate(ins):
+        old.start = k
+        new.start, new.end = 0, k
+        steps.append(Step(f"{old.name} from {kind}", "Cast", [new.name], [old.name]))
+    steps += live.steps
+    for old, new, kind in outs:
+        k = len(steps)
+        old.end = k
+        new.start = new.end = k
+        steps.append(Step(f"{old.name} to {kind}", "Cast", [old.name], [new.name]))
+    last = len(steps) - 1
+    for _, new, _ in outs:
+        new.end = last
+    live.steps = steps
+    for old, new, _ in ins + outs:
+        live.buffers.append(new)
+        new.members.append(new.name)
+        live.root_of[new.name] = new.name
+    swap = {old.name: new.name for old, new, _ in ins + outs}
+    live.inputs = [swap.get(b, b) for b in live.inputs]
+    live.outputs = [swap.get(b, b) for b in live.outputs]
+
+
 def _io_outside(graph: Graph, live: Liveness, deployment: Deployment) -> None:
     outside: set[str] = set()
     if not deployment.inputs_in_activations:
-        outside.update(live.root_of[n] for n in graph.inputs if n in live.root_of)
+        outside.update(live.inputs)
     if not deployment.outputs_in_activations:
-        outside.update(live.root_of[n] for n in graph.outputs if n in live.root_of)
+        outside.update(live.outputs)
     if outside:
         live.outside = sorted(outside)
         live.buffers = [b for b in live.buffers if b.name not in outside]
@@ -130,7 +185,7 @@ def _fuse(
     """Leave out the tensors ``decide`` fuses away; their producers' inputs stay live
     until the fused readers run."""
     writer, readers = _writers_readers(live)
-    io = {live.root_of.get(n, n) for n in graph.inputs + graph.outputs}
+    io = set(live.inputs) | set(live.outputs)
     by_name = {b.name: b for b in live.buffers}
     streamed: set[str] = set()
     # Effective reads: a step reading a streamed tensor reads what its producer read.
@@ -149,8 +204,8 @@ def _fuse(
             users = sorted(set(readers.get(buf.name, [])))
             if not users:
                 continue
-            producer = graph.nodes[step.index]
-            consumers = [graph.nodes[live.steps[u].index] for u in users]
+            producer = step_node(graph, step)
+            consumers = [step_node(graph, live.steps[u]) for u in users]
             extra = sum(
                 by_name[r].size or 0 for r in eff if r in by_name and by_name[r].end < users[-1]
             )
@@ -172,9 +227,9 @@ def _overlay(graph: Graph, live: Liveness, deployment: Deployment) -> None:
 
     by_name: dict[str, Buffer] = {b.name: b for b in live.buffers}
     for k, step in enumerate(live.steps):
-        if not step.reads or not step.writes or step.index < 0:
+        if not step.reads or not step.writes:
             continue
-        node = graph.nodes[step.index]
+        node = step_node(graph, step)
         if not overlays(graph, node):
             continue
         dst = by_name.get(live.root_of.get(step.writes[0], step.writes[0]))

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .graph import Graph, Node
-from .liveness import Liveness
+from .liveness import Liveness, step_node
 
 _MAX_GROUP = 6  # members of one fused group tried around an operator
 _MAX_GROUPS = 256  # groups tried around one operator
@@ -114,10 +114,8 @@ def admissible_floor(
     sizes = {b.name: b.size or 0 for b in live.buffers}
     dag = _dag(live)
     n = len(dag.steps)
-    out_roots = outputs if outputs is not None else {
-        live.root_of.get(o, o) for o in graph.outputs
-    }
-    in_roots = {live.root_of.get(i, i) for i in graph.inputs}
+    out_roots = outputs if outputs is not None else set(live.outputs)
+    in_roots = set(live.inputs)
     start = sorted(b for b in in_roots if sizes.get(b))
     end = sorted(b for b in out_roots if sizes.get(b))
     best = Floor(
@@ -159,7 +157,7 @@ def admissible_floor(
             if (output or desc[v] & mask) and not (mask >> v) & 1:
                 passing[v].append(b)
 
-    node_of = [graph.nodes[live.steps[k].index] for k in dag.steps]
+    node_of = [step_node(graph, live.steps[k]) for k in dag.steps]
     fusable = _fusable(dag, node_of, caps, sizes, in_roots | out_roots)
     links: dict[int, set[int]] = {}
     for p, users in fusable.values():

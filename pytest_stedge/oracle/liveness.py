@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .facts import QdqInfo
-from .graph import DQ_OPS, Q_OPS, Graph, elem_bytes, is_compute
+from .graph import DQ_OPS, Q_OPS, Graph, Node, elem_bytes, is_compute
 
 _INT8 = 3  # TensorProto.INT8
 _INT32 = 6
@@ -60,6 +60,8 @@ class Liveness:
     streamed: list[str] = field(default_factory=list)  # buffers the target never stores
     overlaid: list[tuple[str, str]] = field(default_factory=list)  # (output, input) pairs
     outside: list[str] = field(default_factory=list)  # I/O buffers outside the activations
+    inputs: list[str] = field(default_factory=list)  # the graph's input buffers as deployed
+    outputs: list[str] = field(default_factory=list)  # the graph's output buffers as deployed
 
     def resolved(self) -> list[Buffer]:
         """Buffers with a known size."""
@@ -217,7 +219,18 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo, *, int64_as_int32: bool = False
         buffers.append(Buffer(root, size, start.get(root, 0), end[root], groups[root]))
 
     root_of = {m: b.name for b in buffers for m in b.members}
-    return finish(Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of))
+    live = Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of)
+    live.inputs = list(dict.fromkeys(root_of.get(n, n) for n in graph.inputs))
+    live.outputs = list(dict.fromkeys(root_of.get(n, n) for n in graph.outputs if is_act(n)))
+    return finish(live)
+
+
+def step_node(graph: Graph, step: Step) -> Node:
+    """The graph node a step runs, or a node standing for a step the deployment adds (an
+    I/O type conversion)."""
+    if step.index >= 0:
+        return graph.nodes[step.index]
+    return Node(-1, step.node, step.op_type, list(step.reads), list(step.writes))
 
 
 _FOLDED_TYPES = frozenset({0, 1, 11})  # unknown, float32, float64: what QDQ folding retypes

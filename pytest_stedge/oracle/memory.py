@@ -12,20 +12,25 @@ from .facts import classify, op_counts, weights
 from .graph import Graph
 from .liveness import Liveness
 from .planner import Item, Plan, plan_offsets
+from .pools import PoolPlan, plan_pools
 
 
 def _aligned(size: int, alignment: int) -> int:
     return -(-size // alignment) * alignment if alignment > 1 else size
 
 
-def memory_plan(live: Liveness, alignment: int = 1) -> Plan:
-    """The best offset plan of the resolved buffers (sizes rounded up to ``alignment``),
-    checked against overlap."""
-    items = [
+def _items(live: Liveness, alignment: int = 1) -> list[Item]:
+    return [
         Item(b.name, _aligned(b.size, alignment), b.start, b.end)
         for b in live.resolved()
         if b.size and b.end >= b.start
     ]
+
+
+def memory_plan(live: Liveness, alignment: int = 1) -> Plan:
+    """The best offset plan of the resolved buffers (sizes rounded up to ``alignment``),
+    checked against overlap."""
+    items = _items(live, alignment)
     # Stop at the liveness bound of the (aligned) sizes: no plan can beat it.
     delta: dict[int, int] = {}
     for it in items:
@@ -48,6 +53,9 @@ def analyze_graph(
     alignment = deployment.alignment if deployment else 1
     aligned = all(b.size % alignment == 0 for b in live.resolved() if b.size)
     expected = plan if aligned else memory_plan(live, alignment)
+    pooled: PoolPlan | None = None
+    if deployment is not None and deployment.pools:
+        pooled = plan_pools(_items(live), deployment.pools, alignment)
     params, weight_bytes = weights(graph)
     nodes = graph.nodes
     known = bool(live.resolved())
@@ -59,7 +67,9 @@ def analyze_graph(
         "deployment": deployment.describe() if deployment else None,
         "qdq": qdq.qdq,
         "lower_bound_bytes": floor.bytes if known else None,
-        "expected_bytes": expected.size if known else None,
+        "expected_bytes": (pooled.size if pooled else expected.size) if known else None,
+        "expected_pools": pooled.pools if pooled else None,
+        "expected_overflow": pooled.overflow if pooled else [],
         "plan_bytes": plan.size if known else None,
         "plan_strategy": plan.strategy,
         "typical_bound_bytes": live.lower_bound if known else None,
