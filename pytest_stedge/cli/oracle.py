@@ -237,10 +237,23 @@ def _oracle(args: argparse.Namespace) -> int:
                     f"{pool['buffers']} buffers"
                 )
         print(f"  liveness of the tool's own buffers: {_b(explained['tool_bound_bytes'])}")
-        print(f"  reported activations {_b(explained['reported_bytes'])} =")
+        print(
+            f"  reported activations {_b(explained['reported_bytes'])}, measured at epoch "
+            f"{explained['epoch']} =")
         for part in explained["parts"]:
             if part["bytes"] or part["kind"] in ("model", "tool_tensors"):
                 print(f"    {part['bytes']:+,} B  {part['kind']}: {part['words']}")
+                named = part["buffers"]
+                if named:
+                    more = f" ... and {len(named) - 5} more" if len(named) > 5 else ""
+                    print(f"        {', '.join(named[:5])}{more}")
+        unexplained = explained["unexplained_bytes"]
+        print(f"    {unexplained:+,} B  UNEXPLAINED: what the parts above do not account for")
+        if explained["floor_tensors_missing"]:
+            print(
+                "        floor tensors the tool never holds together: "
+                + ", ".join(explained["floor_tensors_missing"][:5])
+            )
         print(f"  {explained['summary']}")
         if report.get("activations_ratio") is not None:
             print(f"  activations_ratio (reported / floor): {report['activations_ratio']:.3f}")
