@@ -73,6 +73,7 @@ class Deployment:
         return {
             "target": self.target,
             "family": self.family,
+            "meaning": MEANINGS[self.family],
             "neural_art": self.family == "n6-npu",
             "inputs_in_activations": self.inputs_in_activations,
             "outputs_in_activations": self.outputs_in_activations,
@@ -86,6 +87,12 @@ class Deployment:
             "output_types": list(self.output_types),
         }
 
+
+MEANINGS = {
+    "n6-npu": "Neural-ART NPU: stedgeai --target stm32n6 --st-neural-art",
+    "n6-sw": "software path: stedgeai without --st-neural-art (the Cortex-M55 runs every layer)",
+    "mcu": "MCU software runtime",
+}
 
 # ``--input-data-type`` / ``--output-data-type`` values -> ONNX TensorProto data types.
 IO_TYPES = {"float32": 1, "int8": 3, "uint8": 2, "int16": 5, "uint16": 4}
