@@ -91,3 +91,40 @@ def test_io_outside_the_activations_leave_the_floor() -> None:
     outside = analyze_model(pair.model, target="stm32f4", options=deployment_options(pair.options))
     assert outside["io_outside_activations"] and not inside["io_outside_activations"]
     assert outside["naive_bytes"] == inside["naive_bytes"] - 49_152 - 4  # uint8 input, f32 output
+
+
+@needs_shared
+def test_every_rule_cites_real_pairs() -> None:
+    from pytest_stedge.oracle import rules_mcu, rules_n6_npu, rules_n6_sw
+
+    public = SHARED / "public-runs"
+    labels = {p.label for p in PAIRS} | {p.label for p in real_pairs(public)}
+    # the n6 rules cite some runs by their model file (OE model, run folder) without
+    # the case's sub-folder: a citation must name a case and a model held there
+    for module in (rules_mcu, rules_n6_npu, rules_n6_sw):
+        for rule_id, text, evidence in module.RULES + getattr(module, "FLOOR", []):
+            assert text, rule_id
+            for label in evidence:
+                case, rest = label.split("/", 1)
+                model = rest.split("@", 1)[0]
+                held = label in labels or any(
+                    (root / case).is_dir() and any((root / case).rglob(model))
+                    for root in (REAL, public)
+                )
+                assert held, f"{rule_id} cites {label}, which ../shared does not hold"
+
+
+@needs_shared
+def test_the_oracle_page_is_up_to_date() -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "real_pairs_table.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    import re
+
+    below, total = map(int, re.search(r"floor <= the tool: (\d+) of (\d+)", done.stdout).groups())
+    assert below == total == len(PAIRS) + len(real_pairs(SHARED / "public-runs"))

@@ -49,6 +49,8 @@ class RealPair:
     @property
     def label(self) -> str:
         """``case/model@run`` as the rules cite it."""
+        if self.run == ".":  # a public-runs folder is one run with its model beside it
+            return f"{self.case}/{self.model.name}"
         return f"{self.case}/{self.model.name}@{self.run}"
 
 

@@ -116,6 +116,56 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
 ]
 
+# What the admissible floor assumes the N6 may do wherever it is legal, and the one
+# relaxation it does not take (docs/oracle.md prints them): (id, text, evidence).
+FLOOR: list[tuple[str, str, list[str]]] = [
+    (
+        "n6-any-order-and-streams",
+        (
+            "Any topological order (as for the MCU) and every stream chain of the rules "
+            "above wherever it is legal, whether or not the tool takes it (the typical "
+            "deployment streams only when it costs no more than storing)."
+        ),
+        [],
+    ),
+    (
+        "n6-integer-qdq",
+        (
+            "Every node of a QDQ region runs on integer tensors, a node whose learned "
+            "parameter stayed float (a per-channel PRelu slope left out of quantization) "
+            "included: the tool runs such PReLUs in software epochs on S8 and Q16 buffers, "
+            "never FLOAT ones (seen on a public run not held here; the corpus's "
+            "mtcnn-rnet model_prelu_float.onnx has the shape)."
+        ),
+        [],
+    ),
+    (
+        "n6-elementwise-in-place",
+        (
+            "Element-wise operators, conversions, copies and concatenations may write over a "
+            "dying input (the tool transposes its input in place: Input_0_out_0 and "
+            "Transpose_1_out_0 share their addresses; float nodes run the MCU runtime's "
+            "kernels, with its in-place writes and fusions)."
+        ),
+        ["n6-mobilenetv1-cubemx/mobilenetv1_a025_224_fft_int8.tflite@2.2.0-cubemx"],
+    ),
+    (
+        "n6-units-keep-their-input (relaxation not taken)",
+        (
+            "A convolution, pooling or dense unit never writes its output over its own "
+            "input: its input and output DMA streams run together, no N6 c_info in "
+            "../shared has an epoch output sharing addresses with its input, and the micro "
+            "convolutions allocate input + output exactly on 24 runs of 2.2.0 and 4.0.0. "
+            "Assuming it would lower those 24 floors to the input alone (12,288 B) for a "
+            "layout the tool has never used."
+        ),
+        [
+            "n6-micro-convs-4flows/baseline_conv2d_3x3_int8.tflite@conv2d_3x3/4.0.0-aistudio",
+            "n6-micro-convs-4flows/baseline_conv2d_pool_int8.tflite@conv2d_pool/2.2.0-devcloud",
+        ],
+    ),
+]
+
 
 def streams(graph: Graph, producer: Node, consumers: list[Node], quantized: set[int]) -> bool:
     """Whether the producer's output streams into every consumer (never stored)."""
