@@ -48,8 +48,10 @@ def _within(expected: int, tool: int, share: float) -> bool:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| pair (case/model@run) | version | family | floor B | expected B | tool B "
-        "| tool / floor | c_info unexplained B |",
+        (
+            "| pair (case/model@run) | version | family | floor B | expected B | tool B "
+            "| tool / floor | c_info unexplained B |"
+        ),
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
@@ -96,19 +98,18 @@ def figures(rows: list[dict[str, Any]]) -> str:
     explained = [e for r in rows for e in r["explained"]]
     clean = sum(1 for e in explained if e["clean"])
     every_clean, every = _every_c_info()
-    return "\n".join(
-        [
-            f"- pairs: {n} ({n - public} of ../shared/real-cases, {public} of "
-            "../shared/public-runs with a verified TFLite or ONNX model)",
-            f"- floor <= the tool: {below} of {n}; floor == the tool (a floor hit): {hits} of {n}",
-            f"- expected within 1% / 25% / 2x of the tool: {within[0]} / {within[1]} / {double} "
-            f"of {n}",
-            f"- c_info explanations with their model: {clean} of {len(explained)} clean "
-            "(unexplained 0, no negative part but overlay)",
-            f"- every c_info with buffers in ../shared, without a model: {every_clean} of "
-            f"{every} clean",
-        ]
-    )
+    lines = [
+        f"- pairs: {n} ({n - public} of ../shared/real-cases, {public} of "
+        "../shared/public-runs with a verified TFLite or ONNX model)",
+        f"- floor <= the tool: {below} of {n}; floor == the tool (a floor hit): {hits} of {n}",
+        f"- expected within 1% / 25% / 2x of the tool: {within[0]} / {within[1]} / {double} "
+        f"of {n}",
+        f"- c_info explanations with their model: {clean} of {len(explained)} clean "
+        "(unexplained 0, no negative part but overlay)",
+        f"- every c_info with buffers in ../shared, without a model: {every_clean} of "
+        f"{every} clean",
+    ]
+    return "\n".join(lines)
 
 
 def rules() -> str:

@@ -121,7 +121,8 @@ def test_the_oracle_page_is_up_to_date() -> None:
 
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "real_pairs_table.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300
+        [sys.executable, str(script), "--check"],
+        capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     import re
