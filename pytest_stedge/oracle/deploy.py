@@ -264,3 +264,38 @@ def deployment_options(words: Sequence[str], folder: Path | None = None) -> list
             step = 1
         k += step
     return out
+
+
+def run_options(run: dict[str, Any]) -> tuple[str | None, list[str]]:
+    """The target and the deployment options of a recorded run: its command line's
+    options where the recording keeps them (the corpus's recordings.json), else what its
+    Result states (``neural_art``: NPU epochs exist)."""
+    found = run.get("result")
+    result: dict[str, Any] = found if isinstance(found, dict) else {}
+    target = run.get("target") or result.get("target")
+    options = run.get("options")
+    if isinstance(options, list):
+        return (str(target) if target else None), deployment_options([str(o) for o in options])
+    return (str(target) if target else None), (["--st-neural-art"] if result.get("neural_art") else [])
+
+
+def deployment_differences(ours: Deployment, theirs: Deployment) -> list[str]:
+    """What two deployments disagree on, as ``what: ours vs theirs`` (empty: the same)."""
+    found = []
+    if ours.family != theirs.family:
+        found.append(f"{MEANINGS[ours.family]} vs {MEANINGS[theirs.family]}")
+    for label, mine, other in (
+        ("inputs in the activations", ours.inputs_in_activations, theirs.inputs_in_activations),
+        ("outputs in the activations", ours.outputs_in_activations, theirs.outputs_in_activations),
+        ("--input-data-type", ours.input_types, theirs.input_types),
+        ("--output-data-type", ours.output_types, theirs.output_types),
+    ):
+        if mine != other:
+            found.append(f"{label}: {_shown(mine)} vs {_shown(other)}")
+    return found
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value) or "the model's"
+    return "yes" if value is True else "no" if value is False else str(value)
