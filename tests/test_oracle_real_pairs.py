@@ -129,3 +129,12 @@ def test_the_oracle_page_is_up_to_date() -> None:
 
     below, total = map(int, re.search(r"floor <= the tool: (\d+) of (\d+)", done.stdout).groups())
     assert below == total == len(PAIRS) + len(real_pairs(SHARED / "public-runs"))
+
+
+@needs_shared
+def test_expected_ends_where_the_last_buffer_ends() -> None:
+    # 4.0.0 allocates 12,291 B for the depthwise micro model: the 12,288 B input at 0 and
+    # the 3 B output at the next 8-byte boundary; the pool is not rounded up to 12,296 B
+    pair = _pair("n6-micro-convs-4flows/baseline_depthwise_3x3_int8.tflite@depthwise_3x3/4.0.0-aistudio")
+    row = pair_row(pair)
+    assert row["expected"] == row["floor"] == pair.activations == 12_291

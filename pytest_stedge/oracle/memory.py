@@ -53,6 +53,10 @@ def analyze_graph(
     alignment = deployment.alignment if deployment else 1
     aligned = all(b.size % alignment == 0 for b in live.resolved() if b.size)
     expected = plan if aligned else memory_plan(live, alignment)
+    # Buffers start at aligned offsets; the pool ends where its last buffer's bytes end
+    # (the 4.0.0 depthwise run: 12,288 + 3 = 12,291 B, not rounded to 12,296).
+    raw = {b.name: b.size or 0 for b in live.resolved()}
+    high_water = max((off + raw.get(n, 0) for n, off in expected.offsets.items()), default=0)
     pooled: PoolPlan | None = None
     if deployment is not None and deployment.pools:
         pooled = plan_pools(_items(live), deployment.pools, alignment)
@@ -67,7 +71,7 @@ def analyze_graph(
         "deployment": deployment.describe() if deployment else None,
         "qdq": qdq.qdq,
         "lower_bound_bytes": floor.bytes if known else None,
-        "expected_bytes": (pooled.size if pooled else expected.size) if known else None,
+        "expected_bytes": (pooled.size if pooled else high_water) if known else None,
         "expected_pools": pooled.pools if pooled else None,
         "expected_overflow": pooled.overflow if pooled else [],
         "plan_bytes": plan.size if known else None,

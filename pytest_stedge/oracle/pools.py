@@ -62,6 +62,7 @@ def plan_pools(items: Sequence[Item], pools: Sequence[Pool], alignment: int = 1)
     if not usable:
         single = plan_offsets(list(items))
         return PoolPlan(single.size, [{"name": "(one pool)", "bytes": single.size, "buffers": len(items)}])
+    raw = {it.name: it.size for it in items}
     shares: list[list[tuple[Item, int]]] = [[] for _ in usable]
     overflow: list[str] = []
     ordered = sorted(items, key=lambda it: (-it.size, it.start, it.name))
@@ -80,11 +81,13 @@ def plan_pools(items: Sequence[Item], pools: Sequence[Pool], alignment: int = 1)
     rows: list[dict[str, object]] = []
     total = 0
     for pool, share in zip(usable, shares):
-        greedy = max((off + it.size for it, off in share), default=0)
+        # buffers start aligned; the pool ends where its last buffer's bytes end
+        greedy = max((off + raw[it.name] for it, off in share), default=0)
         used = greedy
         if share:
             again: Plan = plan_offsets([it for it, _ in share], lower_bound=None)
-            used = min(greedy, again.size)
+            ends = {it.name: raw[it.name] for it, _ in share}
+            used = min(greedy, max(again.offsets[n] + ends[n] for n in again.offsets))
         rows.append({"name": pool.name, "bytes": used, "buffers": len(share), "external": pool.external})
         total += used
     return PoolPlan(total, rows, overflow)
