@@ -167,7 +167,7 @@ def _oracle(args: argparse.Namespace) -> int:
         from pytest_stedge.oracle.deploy import deployment_options
 
         target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
-        options = deployment_options(words)
+        options = deployment_options(words, args.c_info.parent)
     report = analyze_model(
         args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
     )
