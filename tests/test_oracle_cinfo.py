@@ -345,3 +345,32 @@ def test_mnist_gap_is_exactly_the_scratch_buffers() -> None:
     assert parts["tool_tensors"] == 0
     assert parts["scratch"] == 2848
     assert result["reported_bytes"] == 3760 and result["gap_bytes"] == 2848
+
+
+def test_a_buffer_across_two_member_pools_counts_in_both(tmp_path: Path) -> None:
+    def pool(pid: int, name: str, address: int, size: int, used: int, subpools: list[int]) -> dict[str, Any]:
+        return {"id": pid, "name": name, "address": address, "size_bytes": size, "alignment": 1,
+                "used_size_bytes": used, "rights": "ACC_WRITE", "subpools": subpools}
+
+    def buffer(name: str, offset: int, size: int, start: int, end: int) -> dict[str, Any]:
+        return {"name": name, "id": name, "mpool_id": 3, "offset_start": offset, "size_bytes": size,
+                "epochs": {"start": start, "end": end}, "format": "STAI_FORMAT_S8", "nbits": 8}
+
+    data = {
+        "json_schema_version": "2.0",
+        "memory_footprint": {"activations": 100 + 20},
+        # members laid end to end by address: ramA [1000, 1100), ramB [1100, 1200)
+        "memory_pools": [pool(1, "ramA", 1000, 100, 100, []), pool(2, "ramB", 1100, 100, 20, []),
+                         pool(3, "ramA_ramB", 1000, 200, 120, [1, 2])],
+        # x fills ramA's first 80 bytes, y spans 80..120 of the virtual pool: 20 B in each
+        "buffers": [buffer("x", 0, 80, 0, 1), buffer("y", 80, 40, 1, 2)],
+    }
+    path = tmp_path / "network_c_info.json"
+    path.write_text(json.dumps(data))
+    result = explain_c_info(None, path)
+    used = {p["name"]: (p["used_bytes"], p["buffers"]) for p in result["pools"]}
+    assert used == {"ramA": (100, 2), "ramB": (20, 1)}
+    pieces = {b["name"]: (b["pool"], b["offset"], b["bytes"]) for b in result["buffers"]}
+    assert pieces["y [ramA part]"] == ("ramA", 80, 20) and pieces["y [ramB part]"] == ("ramB", 0, 20)
+    assert result["reported_bytes"] == 120 and result["unexplained_bytes"] == 0
+    assert result["tool_bound_bytes"] == 120  # x and y live together at epoch 1
