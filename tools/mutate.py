@@ -80,12 +80,14 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "floor": (
         "pytest_stedge/oracle/floor.py",
-        ["tests/test_oracle_floor_properties.py", "tests/test_oracle_memory.py",
-         "tests/test_oracle_tflite_types.py", "tests/test_oracle_float_weights.py"],
+        ["tests/test_oracle_floor.py", "tests/test_oracle_floor_properties.py",
+         "tests/test_oracle_memory.py", "tests/test_oracle_tflite_types.py",
+         "tests/test_oracle_float_weights.py"],
     ),
     "opclass": (
         "pytest_stedge/oracle/opclass.py",
-        ["tests/test_oracle_floor_properties.py", "tests/test_oracle_memory.py"],
+        ["tests/test_oracle_floor.py", "tests/test_oracle_floor_properties.py",
+         "tests/test_oracle_memory.py"],
     ),
     "cinfo_measure": (
         "pytest_stedge/oracle/cinfo_measure.py",
