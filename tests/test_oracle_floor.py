@@ -89,3 +89,45 @@ def test_inputs_at_the_start_and_outputs_at_the_end() -> None:
     nodes = [helper.make_node("Relu", ["x"], [f"o{k}"], name=f"r{k}") for k in range(3)]
     r = _floor(nodes, {"x": 8}, {f"o{k}": 8 for k in range(3)}, {})
     assert r["lower_bound_bytes"] == 96
+
+
+def test_the_inputs_given_before_anything_runs() -> None:
+    # p and q (64 B each) each shrink to 4 B by a dense layer: mm1 holds p + a = 68, mm2
+    # q + b = 68, and no order holds both inputs at a dense layer... but both are given
+    # before the first operator runs: 128, at the start
+    nodes = [helper.make_node("MatMul", ["p", "w1"], ["a"], name="mm1"),
+             helper.make_node("MatMul", ["q", "w2"], ["b"], name="mm2")]
+    r = _floor(nodes, {"p": 16, "q": 16}, {"a": 1, "b": 1}, {"w1": (16, 1), "w2": (16, 1)})
+    assert r["lower_bound_bytes"] == 128
+    assert r["floor"]["where"] == "inputs at the start"
+
+
+def test_the_outputs_all_there_at_the_end() -> None:
+    # x (4 B) grows to two 64 B outputs by two dense layers: each holds x + its output
+    # (68 B; the other branch may run later), but both outputs exist at the end: 128
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["o1"], name="mm1"),
+             helper.make_node("MatMul", ["x", "w2"], ["o2"], name="mm2")]
+    r = _floor(nodes, {"x": 1}, {"o1": 16, "o2": 16}, {"w1": (1, 16), "w2": (1, 16)})
+    assert r["lower_bound_bytes"] == 128
+    assert r["floor"]["where"] == "outputs at the end"
+
+
+def test_a_dense_layer_on_several_rows_runs_in_place_on_one_row_does_not() -> None:
+    from onnx import TensorProto as T
+
+    def dense(rows: int, width: int) -> dict[str, Any]:
+        w = numpy_helper.from_array(np.ones((width, width), np.float32), "w")
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+            [helper.make_tensor_value_info("x", T.FLOAT, [rows, width])],
+            [helper.make_tensor_value_info("y", T.FLOAT, [rows, width])], [w],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        return dict(analyze_graph(build_graph(model), deployment=deployment_for("stm32h7")))
+
+    # one row of 32 floats: every output reads the whole row, input and output coexist
+    assert dense(1, 32)["lower_bound_bytes"] == 128 + 128
+    # 4 rows of 8: row i of the output reads row i of the input only, and may be written
+    # over it once read: the 128 B input becomes the 128 B output in place
+    assert dense(4, 8)["lower_bound_bytes"] == 128
