@@ -249,6 +249,19 @@ def test_no_schedule_beats_the_floor(drawn: tuple[list[tuple[str, int]], list[Op
     least = min(p for p in peaks if p is not None)
     assert floor <= least, (floor, least, [(op.kind, op.inputs, op.width) for op in ops])
     assert floor <= report["typical_bound_bytes"]
+    # the pruned search (an operator's lone figure bounds its groups) finds the same floor
+    assert floor == _every_operator(graph, qdq_info, deployment)
+
+
+def _every_operator(graph: Any, qdq: Any, deployment: Any) -> int:
+    from pytest_stedge.oracle.deployed import _io_outside, _io_types
+    from pytest_stedge.oracle.floor import admissible_floor
+    from pytest_stedge.oracle.liveness import analyze_liveness
+
+    live = analyze_liveness(graph, qdq, int64_as_int32=True)
+    _io_types(graph, live, deployment)
+    _io_outside(graph, live, deployment)
+    return admissible_floor(graph, live, _capabilities(graph, qdq, deployment), prune=False).bytes
 
 
 def test_another_order_beats_the_file_and_the_floor_knows() -> None:

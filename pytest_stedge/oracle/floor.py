@@ -108,9 +108,12 @@ def _descendants(dag: _Dag) -> list[int]:
 
 
 def admissible_floor(
-    graph: Graph, live: Liveness, caps: Capabilities, outputs: set[str] | None = None
+    graph: Graph, live: Liveness, caps: Capabilities, outputs: set[str] | None = None,
+    *, prune: bool = True,
 ) -> Floor:
-    """The floor of ``live``'s buffers (I/O already placed) under ``caps``."""
+    """The floor of ``live``'s buffers (I/O already placed) under ``caps``. ``prune``:
+    skip the fused-group search of operators whose lone figure cannot raise the floor
+    (the same figure, faster; False tries every operator)."""
     sizes = {b.name: b.size or 0 for b in live.buffers}
     dag = _dag(live)
     n = len(dag.steps)
@@ -169,7 +172,7 @@ def admissible_floor(
     # operators whose lone figure beats the floor so far need their groups tried.
     alone = [_alone(v, at) for v in range(n)]
     for v in sorted(range(n), key=alone.__getitem__, reverse=True):
-        if alone[v] <= best.bytes:
+        if prune and alone[v] <= best.bytes:
             break
         found = _least_at(v, at)
         if found.bytes > best.bytes:
