@@ -63,8 +63,15 @@ class Deployed:
 
     @property
     def key(self) -> str:
-        """The table key: the tool's operator name, ``+inserted`` for front-end insertions."""
-        return f"{self.tool_op}+inserted" if self.inserted else self.tool_op
+        """The table key: the tool's operator name, ``(float)`` when it computes in or
+        converts from/to float (as 4.x prints ``Sub(float)``), ``(activations)`` for a
+        product of two activations, ``+inserted`` for a front-end insertion."""
+        key = self.tool_op
+        if self.form in ("float", "convert"):
+            key += "(float)"
+        if self.facts.get("activation_operands"):
+            key += "(activations)"
+        return key + ("+inserted" if self.inserted else "")
 
 
 def _attrs(graph: Graph, node: Node) -> dict[str, Any]:
@@ -194,6 +201,7 @@ def deployed_ops(graph: Graph) -> list[Deployed]:
         n.op_type in Q_OPS | DQ_OPS and is_compute(graph, n) for n in graph.nodes)
     out: list[Deployed] = []
     float_nodes: set[int] = set()
+    float_constants: set[int] = set()
     # first pass: the form of every non Q/DQ compute node
     forms: dict[int, str] = {}
     for node in graph.nodes:
@@ -216,6 +224,8 @@ def deployed_ops(graph: Graph) -> list[Deployed]:
         forms[node.index] = "int8" if integer else "float"
         if not integer:
             float_nodes.add(node.index)
+            if qdq and folding.float_constant(node):
+                float_constants.add(node.index)
     for node in graph.nodes:
         if not is_compute(graph, node):
             continue
@@ -226,6 +236,8 @@ def deployed_ops(graph: Graph) -> list[Deployed]:
             out.append(Deployed(node.index, node.name, node.op_type, tool, form, count, "", facts))
             continue
         form = forms[node.index]
+        if node.index in float_constants:
+            facts["float_constant"] = True
         tool, count = _tool_op(graph, node, facts)
         if _channel_pad(graph, node) and form == "int8":
             # the front end pads channels in channel-first order: a Transpose each side

@@ -66,6 +66,7 @@ class Run:
     observations: list[Observation] = field(default_factory=list)
     model_hash: str | None = None
     model_file: str | None = None
+    model_md5: str | None = None  # md5 of the model file tied to the run
     model_match: str = ""  # "md5" (the hash the tool recorded) or "folder" (the case's one model)
     options: list[str] = field(default_factory=list)
 
@@ -81,6 +82,8 @@ def _md5(path: Path) -> str:
 
 def _op_type(detail: str) -> str:
     detail = detail.strip()
+    if detail.replace(" ", "").endswith("(float)"):
+        return detail[: detail.index("(")].rstrip() + "(float)"
     if detail.endswith(")") and "(" in detail:
         return detail[: detail.index("(")].rstrip()
     return detail
@@ -232,41 +235,64 @@ def _hybrid_ops_from_c_info(infos: list[tuple[Path, dict[str, Any]]]) -> dict[in
     return {}
 
 
+# Which deployed keys take a printed operator's software/hybrid epochs first: those
+# software by their semantics, then the front end's, then the operator as such.
+def _key_rank(key: str) -> int:
+    return 0 if "(float)" in key else 1 if "(activations)" in key else 2 if "+" in key else 3
+
+
 def attach_model(run: Run, model: Path, root: Path) -> None:
     """Tie the run's observations to the model's deployed operators.
 
-    Per operator the tool prints, the model's deployed count minus the software and
-    hybrid epochs the table lists ran in hardware (one HW observation carrying that
-    count); where the counts are equal, observations are tied to nodes in graph order.
+    A printed operator's software and hybrid epochs go to the model's deployed operators
+    of that name (the float and front-end ones first: they are software by their
+    semantics); what the table did not list ran in hardware (one HW observation per
+    deployed key, carrying the count). Where a key's count equals its observations,
+    each observation is tied to its node in graph order.
     """
     from .model_files import open_graph
     from .placement_frontend import deployed_ops
 
     run.model_file = str(model.relative_to(root))
-    digest = run.model_hash or _md5(model)
+    run.model_md5 = digest = _md5(model)
     ops = [d for d in deployed_ops(open_graph(model)) if d.form != "none"]
     deployed: Counter[str] = Counter()
     nodes: dict[str, list[str]] = {}
+    keys_of: dict[str, list[str]] = {}
     for op in ops:
-        deployed[op.tool_op] += op.count
-        nodes.setdefault(op.tool_op, []).extend([op.name] * op.count)
-    listed: Counter[str] = Counter(o.op for o in run.observations)
+        deployed[op.key] += op.count
+        nodes.setdefault(op.key, []).extend([op.name] * op.count)
+        keys_of.setdefault(op.tool_op, [])
+        if op.key not in keys_of[op.tool_op]:
+            keys_of[op.tool_op].append(op.key)
+    for keys in keys_of.values():
+        keys.sort(key=_key_rank)
+    taken: Counter[str] = Counter()
+    assigned: list[tuple[Observation, str]] = []
+    for obs in run.observations:
+        base = obs.op.replace("(float)", "")
+        candidates = [k for k in keys_of.get(base, [])
+                      if "(float)" in k or "(float)" not in obs.op]
+        key = next((k for k in candidates if taken[k] < deployed[k]), obs.op)
+        taken[key] += 1
+        assigned.append((obs, key))
     tied: list[Observation] = []
     cursor: Counter[str] = Counter()
-    for obs in run.observations:
+    for obs, key in assigned:
         node = None
-        if listed[obs.op] == deployed.get(obs.op, 0):
-            node = nodes[obs.op][cursor[obs.op]]
-            cursor[obs.op] += 1
-        tied.append(Observation(obs.version, obs.op, obs.kind, obs.file, obs.line, obs.epoch,
+        if taken[key] == deployed.get(key, 0):
+            node = nodes[key][cursor[key]]
+            cursor[key] += 1
+        tied.append(Observation(obs.version, key, obs.kind, obs.file, obs.line, obs.epoch,
                                 obs.count, digest, node, obs.detail))
     summary = next((f for f in run.files if not f.endswith(".json")), run.files[0])
     line = _summary_line(root / summary)
-    for op, total in sorted(deployed.items()):
-        rest = total - listed.get(op, 0)
+    for key, total in sorted(deployed.items()):
+        rest = total - taken.get(key, 0)
         if rest > 0:
-            tied.append(Observation(run.version, op, "hw", summary, line, None, rest, digest,
-                                    None, f"{total} deployed, {listed.get(op, 0)} listed SW/hybrid"))
+            tied.append(Observation(run.version, key, "hw", summary, line, None, rest, digest,
+                                    None, f"{total} deployed, {taken.get(key, 0)} listed "
+                                    f"SW/hybrid"))
     run.observations = tied
 
 
