@@ -99,14 +99,15 @@ class Evidence:
         return any(self.counts.values())
 
     def cite(self, kind: str | None = None, limit: int = 3) -> list[str]:
-        """``file:line`` of the rows (of one kind), distinct, first ``limit``."""
+        """``file:line`` of the rows (of one kind), the first row of each file, first
+        ``limit`` files (several runs before several rows of one run)."""
         out: list[str] = []
+        files: set[str] = set()
         for row in self.rows:
-            if kind and row.get("kind") != kind:
+            if (kind and row.get("kind") != kind) or row["file"] in files:
                 continue
-            where = f"{row['file']}:{row['line']}"
-            if where not in out:
-                out.append(where)
+            files.add(row["file"])
+            out.append(f"{row['file']}:{row['line']}")
         return out[:limit]
 
     def describe(self) -> str:
