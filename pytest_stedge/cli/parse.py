@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pytest_stedge.parsers.epoch_kinds import explain as explain_epochs
+
 _EPILOG = """examples:
   stedge parse st_ai_output/                    summary of a generate/validate output folder
   stedge parse st_ai_output/network_c_info.json one file
@@ -175,8 +177,9 @@ def summary(result: dict[str, Any]) -> str:
     if epochs:
         counts = ", ".join(f"{k} {epochs[k]}" for k in ("hw", "ec", "sw", "hybrid") if k in epochs)
         lines.append(f"{'epochs':<12}{epochs.get('total', '?')} ({counts})")
-    if result.get("software_ops"):
-        lines.append(f"{'SW ops':<12}{', '.join(result['software_ops'])}")
+    for line in explain_epochs(epochs):
+        label, _, text = line.partition(": ")
+        lines.append(f"{label:<12}{text}")
     validation = result.get("validation") or {}
     if validation:
         head = ", ".join(

@@ -1,0 +1,64 @@
+"""What the epoch kinds of an N6 report mean, and which operators ran in each.
+
+2.x text reports print a hybrid epoch as a bare ``??``; 3.x/4.x boxed tables print
+``Hybrid`` with one operator; c_info calls it ``NODE_SW_HW``. Wherever the product shows
+epochs it says what that is, which epochs and which operators, with software and hybrid
+operators apart (the Result's ``software_ops`` joins them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+HYBRID_TEXT = ("hybrid epoch: the NPU and the Cortex-M55 share it; the tool prints it `??` "
+               "in 2.x reports")
+SOFTWARE_TEXT = "software epoch: the Cortex-M55 runs it, not the NPU"
+
+
+def _op_type(detail: str) -> str:
+    detail = str(detail)
+    if detail.endswith(")") and "(" in detail:
+        return detail[: detail.index("(")].rstrip()
+    return detail
+
+
+def ops_by_kind(epochs: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"sw": [ops], "hybrid": [ops], "hybrid_epochs": [ids], "sw_epochs": [ids]}``."""
+    out: dict[str, Any] = {"sw": [], "hybrid": [], "sw_epochs": [], "hybrid_epochs": []}
+    for entry in (epochs or {}).get("list") or []:
+        kind = entry.get("kind")
+        if kind not in ("sw", "hybrid"):
+            continue
+        if "id" in entry:
+            out[f"{kind}_epochs"].append(entry["id"])
+        for op in entry.get("ops") or []:
+            name = _op_type(op)
+            if name and name not in out[kind]:
+                out[kind].append(name)
+    out["sw"].sort()
+    out["hybrid"].sort()
+    return out
+
+
+def _ids(ids: list[int], limit: int = 12) -> str:
+    shown = ", ".join(str(i) for i in ids[:limit])
+    return shown + (f" ... (+{len(ids) - limit})" if len(ids) > limit else "")
+
+
+def explain(epochs: dict[str, Any] | None) -> list[str]:
+    """Text lines: the software operators, then the hybrid epochs, their ids and operators
+    and what ``??`` means (nothing when the run has neither)."""
+    if not epochs:
+        return []
+    split = ops_by_kind(epochs)
+    lines = []
+    if split["sw"] or epochs.get("sw"):
+        ops = ", ".join(split["sw"]) or "operators not printed"
+        lines.append(f"SW ops: {ops} ({SOFTWARE_TEXT})")
+    hybrid = int(epochs.get("hybrid") or 0) or len(split["hybrid_epochs"])
+    if hybrid:
+        where = f" (epoch {_ids(split['hybrid_epochs'])})" if split["hybrid_epochs"] else ""
+        ops = ", ".join(split["hybrid"]) or "operators not printed (2.x `??` rows name none; " \
+            "the run's c_info does)"
+        lines.append(f"hybrid ops: {ops}{where}: {HYBRID_TEXT}")
+    return lines
