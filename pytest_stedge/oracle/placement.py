@@ -187,9 +187,9 @@ def _groups(placed: list[Placed]) -> list[dict[str, Any]]:
 def format_plan(plan: dict[str, Any], limit: int = 40) -> list[str]:
     """The plan as text: the grouped epochs, then every SW/hybrid/unknown node's reason."""
     counts = plan["counts"]
-    lines = [f"placement ({plan['version']}, table line {plan['version_line']}): "
-             f"{counts['sw']} SW epochs, {counts['hybrid']} hybrid, "
-             f"{counts['unknown']} operator epochs unknown"]
+    lines = [(f"placement ({plan['version']}, table line {plan['version_line']}): "
+              f"{counts['sw']} SW epochs, {counts['hybrid']} hybrid, "
+              f"{counts['unknown']} operator epochs unknown")]
     if plan["software_ops"]:
         lines.append(f"  software (Cortex-M55): {', '.join(plan['software_ops'])}")
     if plan["hybrid_ops"]:

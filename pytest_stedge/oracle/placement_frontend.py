@@ -164,14 +164,13 @@ def _tool_op(graph: Graph, node: Node, facts: dict[str, Any]) -> tuple[str, int]
         spatial = (1, 2) if graph.source == "tflite" else (2, 3)
         if all(out_shape[i] == 1 for i in spatial if i < len(out_shape)) or len(out_shape) == 2:
             return "GlobalAveragePool", 1
-    if op == "Resize" and facts.get("mode", "nearest") == "nearest" and out_shape and in_shape:
-        # nearest upsampling by an integer factor: the front end rebuilds it as a DepthToSpace
-        # (yolov8n/yolov11n 4.0.1: two Resize, two DepthToSpace epochs)
-        if len(in_shape) == len(out_shape) == 4 and all(
-            isinstance(a, int) and isinstance(b, int) and a > 0 and b % a == 0
-            for a, b in zip(in_shape, out_shape)
-        ):
-            return "DepthToSpace", 1
+    # nearest upsampling by an integer factor: the front end rebuilds it as a DepthToSpace
+    # (yolov8n/yolov11n 4.0.1: two Resize, two DepthToSpace epochs)
+    if (op == "Resize" and facts.get("mode", "nearest") == "nearest" and out_shape and in_shape
+            and len(in_shape) == len(out_shape) == 4
+            and all(isinstance(a, int) and isinstance(b, int) and a > 0 and b % a == 0
+                    for a, b in zip(in_shape, out_shape, strict=True))):
+        return "DepthToSpace", 1
     if op == "MatMul" and len(_acts(graph, node)) >= 2:
         # a product of two activations is rebuilt as convolutions, one per matrix of the
         # batch (yolov11n 4.0.1: two attention MatMuls of 2 heads, four SW Conv epochs)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_stedge.errors import ReportParseError
 from pytest_stedge.parsers import parse_file
 
 _TEXT_SUFFIXES = (".txt", ".log")
@@ -179,8 +180,8 @@ def _read_run(root: Path, folder: Path, files: list[Path]) -> Run | None:
     for path in files:
         try:
             results.append((path, dict(parse_file(path))))
-        except Exception:  # noqa: BLE001 - a file the parsers refuse teaches nothing
-            continue
+        except ReportParseError:  # a file the parsers refuse teaches nothing
+            pass
     results = [(p, r) for p, r in results
                if str(r.get("target", "")).startswith("stm32n6") and r.get("epochs")]
     if not results:
@@ -191,7 +192,10 @@ def _read_run(root: Path, folder: Path, files: list[Path]) -> Run | None:
     version = str((primary.get("tool") or {}).get("version") or "")
     epochs = primary["epochs"]
     counts = {k: int(epochs[k]) for k in ("total", "hw", "ec", "sw", "hybrid") if k in epochs}
-    rel = lambda p: str(p.relative_to(root))  # noqa: E731
+
+    def rel(path: Path) -> str:
+        return str(path.relative_to(root))
+
     run = Run(str(folder.relative_to(root)), [rel(p) for p, _ in results], version, counts)
     hashes = [str((r.get("model") or {}).get("hash") or "").lower() for _, r in results]
     run.model_hash = next((h for h in hashes if h.startswith("0x") and len(h) == 34), None)
