@@ -375,6 +375,16 @@ class StedgeItem(pytest.Item):
             for k in ("lower_bound_bytes", "expected_bytes", "plan_bytes", "naive_bytes", "float_nodes")
             if k in report
         }
+        model = state.models.resolved(self.case)
+        if self.version and result.get("neural_art") and result.get("epochs") and model:
+            from .oracle.placement import placement_summary
+
+            try:  # the predicted placement beside the real epochs (issue 27)
+                result["oracle"]["placement"] = placement_summary(
+                    model.model, self.version, self.case.options)
+            except OracleError as exc:
+                result.setdefault("diagnostics", []).append(
+                    _diag("OracleError", f"placement: {exc}", level="warning"))
 
     # -- reporting -----------------------------------------------------------------
 

@@ -209,3 +209,27 @@ def test_parse_explains_hybrid_epochs() -> None:
     assert "hybrid ops  Concat, DepthToSpace, Transpose (epoch 52, 53, 62, 64, 94, 108, 111, 113)" \
         in out
     assert "SW ops      DequantizeLinear, QuantizeLinear, Softmax, Sub (" in out
+
+
+def test_a_run_stores_predicted_beside_real_placement(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    from pytest_stedge.store.database import Store
+
+    case = Path(__file__).resolve().parents[1] / "corpus" / "real" / "n6-blazeface-128"
+    result = pytester.runpytest_subprocess(
+        str(case), "--stedge-models", str(REAL), "--stedge-db", str(tmp_path / "db.duckdb"),
+        "--stedge-report", "none", "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+    )
+    assert result.ret == 0, result.stdout.str()
+    with Store.open(tmp_path / "db.duckdb", create=False) as store:
+        run = store.get_run(1)
+    items = [i for i in run["items"] if i["stage"] == "generate"]
+    assert len(items) == 2  # the two profiles of the real runs
+    for item in items:
+        stored = item["result"]
+        predicted = stored["oracle"]["placement"]
+        # real: 27 SW (profile-default) or 26 SW + 1 hybrid (n6-allmems-O3); predicted 27 SW
+        assert predicted["counts"]["sw"] == 27 and predicted["counts"]["hybrid"] == 0
+        assert predicted["software_ops"] == ["DequantizeLinear", "QuantizeLinear", "Transpose"]
+        assert stored["epochs"]["sw"] + stored["epochs"]["hybrid"] == 27

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .graph import Graph, is_compute
@@ -216,3 +217,19 @@ def format_plan(plan: dict[str, Any], limit: int = 40) -> list[str]:
     if len(reasons) > limit:
         lines.append(f"    ... {len(reasons) - limit} more (--json has all)")
     return lines
+
+
+_SUMMARIES: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
+
+
+def placement_summary(model: Path | str, version: str, options: Sequence[str] = ()) -> dict[str, Any]:
+    """What a run stores beside the tool's real epochs: the predicted SW/hybrid counts and
+    operators (and the unknown ones) of the model for this version. Cached per process."""
+    from .model_files import open_graph
+
+    key = (str(model), version, tuple(options))
+    if key not in _SUMMARIES:
+        plan = predict_placement(open_graph(model), version, options=options)
+        _SUMMARIES[key] = {k: plan[k] for k in ("version_line", "counts", "software_ops",
+                                                "hybrid_ops", "unknown_ops")}
+    return _SUMMARIES[key]
