@@ -233,3 +233,24 @@ def test_a_run_stores_predicted_beside_real_placement(
         assert predicted["counts"]["sw"] == 27 and predicted["counts"]["hybrid"] == 0
         assert predicted["software_ops"] == ["DequantizeLinear", "QuantizeLinear", "Transpose"]
         assert stored["epochs"]["sw"] + stored["epochs"]["hybrid"] == 27
+
+
+def test_placement_moves_between_two_real_runs() -> None:
+    from pytest_stedge.parsers import parse_path
+    from pytest_stedge.parsers.epoch_kinds import format_moves, placement_moves
+
+    cases = REAL / "n6-blazeface-2profiles"
+    default = parse_path(cases / "2.2.0-profile-default-cli" / "generate-2025-08-25")
+    allmems = parse_path(cases / "2.2.0-n6-allmems-O3-cubemx")
+    # profile-default: 4 SW DequantizeLinear; n6-allmems-O3: 3 SW + 1 hybrid (epoch 76)
+    moves = placement_moves(default["epochs"], allmems["epochs"])
+    assert format_moves(moves) == [
+        "software <-> hybrid: DequantizeLinear (SW 4 -> 3, hybrid 0 -> 1)"]
+    # the other way round, and an operator that leaves the NPU counts as moved to software
+    assert placement_moves(allmems["epochs"], default["epochs"])[0]["kind"] == \
+        "software <-> hybrid"
+    no_sw = {"list": [{"id": 1, "kind": "hw", "ops": []}]}
+    moved = placement_moves(no_sw, default["epochs"])
+    assert [m["op"] for m in moved if m["kind"] == "to software"] == [
+        "DequantizeLinear", "QuantizeLinear", "Transpose"]
+    assert moved[-1]["head"] == {"sw": 22, "hybrid": 0}

@@ -62,3 +62,42 @@ def explain(epochs: dict[str, Any] | None) -> list[str]:
             "the run's c_info does)"
         lines.append(f"hybrid ops: {ops}{where}: {HYBRID_TEXT}")
     return lines
+
+
+def _per_op(epochs: dict[str, Any] | None) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for entry in (epochs or {}).get("list") or []:
+        kind = entry.get("kind")
+        if kind not in ("sw", "hybrid"):
+            continue
+        for op in entry.get("ops") or []:
+            counts = out.setdefault(_op_type(op), {"sw": 0, "hybrid": 0})
+            counts[kind] += 1
+    return out
+
+
+def placement_moves(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per operator, how its software and hybrid epochs changed from ``base`` to ``head``
+    (two Results' ``epochs``): ``to software`` when more of its epochs left the NPU (an
+    operator that ran in hardware now runs, wholly or partly, on the Cortex-M55), ``to
+    hardware`` when fewer did, ``software <-> hybrid`` when only the split changed.
+    Unchanged operators are left out; the list is sorted by kind, then operator."""
+    old, new = _per_op(base), _per_op(head)
+    moves = []
+    for op in sorted(set(old) | set(new)):
+        a = old.get(op, {"sw": 0, "hybrid": 0})
+        b = new.get(op, {"sw": 0, "hybrid": 0})
+        if a == b:
+            continue
+        before, after = a["sw"] + a["hybrid"], b["sw"] + b["hybrid"]
+        kind = ("to software" if after > before else "to hardware" if after < before
+                else "software <-> hybrid")
+        moves.append({"op": op, "kind": kind, "base": a, "head": b})
+    order = {"to software": 0, "software <-> hybrid": 1, "to hardware": 2}
+    return sorted(moves, key=lambda m: (order[m["kind"]], m["op"]))
+
+
+def format_moves(moves: list[dict[str, Any]]) -> list[str]:
+    """``to software: PRelu (SW 0 -> 33, hybrid 0 -> 0)`` lines."""
+    return [f"{m['kind']}: {m['op']} (SW {m['base']['sw']} -> {m['head']['sw']}, hybrid "
+            f"{m['base']['hybrid']} -> {m['head']['hybrid']})" for m in moves]
