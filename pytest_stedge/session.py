@@ -345,6 +345,7 @@ class StedgeController:
                 for line in lines:
                     write(f"      {line}")
         self._write_changes(write)
+        self._write_placement(write)
         if self.summary.updates:
             write("")
             write("--stedge-update changed:")
@@ -364,6 +365,18 @@ class StedgeController:
         if self.report_path is not None:
             write(f"report: {self.report_path}")
 
+
+    def _write_placement(self, write: Any) -> None:
+        """Items with software or hybrid epochs: which operators, and what ``??`` means."""
+        from .parsers.epoch_kinds import summary_lines
+
+        items = [(f"{r.case_name} {r.stage} {r.version}", r.result) for r in self.summary.rows
+                 if r.result and r.version]
+        lines = summary_lines(items)
+        if lines:
+            write("")
+        for line in lines:
+            write(line)
 
     def _write_changes(self, write: Any) -> None:
         """Per case, the metrics that moved against the baseline, regressions first."""

@@ -254,3 +254,19 @@ def test_placement_moves_between_two_real_runs() -> None:
     assert [m["op"] for m in moved if m["kind"] == "to software"] == [
         "DequantizeLinear", "QuantizeLinear", "Transpose"]
     assert moved[-1]["head"] == {"sw": 22, "hybrid": 0}
+
+
+def test_terminal_summary_lists_software_and_hybrid_epochs(pytester: pytest.Pytester) -> None:
+    case = Path(__file__).resolve().parents[1] / "corpus" / "real" / "n6-yolov8n-micro-224"
+    result = pytester.runpytest_subprocess(
+        str(case), "--stedge-db", str(pytester.path / "db.duckdb"), "--stedge-report", "none",
+        "-p", "no:cacheprovider", f"--rootdir={pytester.path}")
+    out = result.stdout.str()
+    # yolov8n_micro_224.txt: 5 SW, 8 hybrid (epochs 52, 53, 62, 64, 94, 108 ...), on board
+    assert "software and hybrid epochs (Cortex-M55):" in out
+    line = next(x for x in out.splitlines() if "hybrid ?? 8" in x)
+    assert "SW 5 (DequantizeLinear, QuantizeLinear, Softmax, Sub)" in line
+    assert "(Concat, DepthToSpace, Transpose; epoch 52, 53, 62, 64, 94, 108 ... (+2))" in line
+    assert "  ??: hybrid epoch: the NPU and the Cortex-M55 share it" in out
+    # the board's own figures beside them (47.584 ms/inference in the console log)
+    assert line.endswith("validation cos 0.9997, 47.584 ms")

@@ -101,3 +101,43 @@ def format_moves(moves: list[dict[str, Any]]) -> list[str]:
     """``to software: PRelu (SW 0 -> 33, hybrid 0 -> 0)`` lines."""
     return [f"{m['kind']}: {m['op']} (SW {m['base']['sw']} -> {m['head']['sw']}, hybrid "
             f"{m['base']['hybrid']} -> {m['head']['hybrid']})" for m in moves]
+
+
+def summary_lines(items: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The terminal summary's section: per item with software or hybrid epochs, the
+    operators of each kind (hybrid epochs by id), the oracle's prediction when stored, and
+    where validation ran its worst cos and duration beside them (side by side only: the
+    data says nothing of cause), then what ``??`` means."""
+    lines = []
+    any_hybrid = False
+    for label, result in items:
+        epochs = result.get("epochs") or {}
+        sw, hybrid = int(epochs.get("sw") or 0), int(epochs.get("hybrid") or 0)
+        if not sw and not hybrid:
+            continue
+        split = ops_by_kind(epochs)
+        parts = []
+        if sw:
+            parts.append(f"SW {sw} ({', '.join(split['sw']) or 'operators not printed'})")
+        if hybrid:
+            any_hybrid = True
+            where = f" epoch {_ids(split['hybrid_epochs'], 6)}" if split["hybrid_epochs"] else ""
+            parts.append(f"hybrid ?? {hybrid} ({', '.join(split['hybrid']) or 'not named'}"
+                         f"{';' if where else ''}{where})")
+        predicted = (result.get("oracle") or {}).get("placement")
+        if predicted:
+            counts = predicted.get("counts") or {}
+            parts.append(f"oracle predicted SW {counts.get('sw')}, hybrid {counts.get('hybrid')}")
+        validation = result.get("validation") or {}
+        cos = [o.get("cos") for o in validation.get("outputs") or [] if o.get("cos") is not None]
+        if cos or validation.get("duration_ms") is not None:
+            figures = [f"cos {min(cos):.4g}"] if cos else []
+            if validation.get("duration_ms") is not None:
+                figures.append(f"{validation['duration_ms']} ms")
+            parts.append(f"validation {', '.join(figures)}")
+        lines.append(f"  {label}: {'; '.join(parts)}")
+    if not lines:
+        return []
+    if any_hybrid:
+        lines.append(f"  ??: {HYBRID_TEXT}")
+    return ["software and hybrid epochs (Cortex-M55):", *lines]
