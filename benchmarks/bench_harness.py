@@ -117,7 +117,7 @@ def real_tool_like(args: argparse.Namespace) -> None:
 
 def build_replay(root: Path, cases: int) -> tuple[Path, Path]:
     """A corpus of ``cases`` cases (no oracle item) whose generate is recorded in a store."""
-    from pytest_stedge.corpus import load_cases
+    from pytest_stedge.case.load import load_cases
     from pytest_stedge.parsers import parse_path
     from pytest_stedge.store.database import Store
 

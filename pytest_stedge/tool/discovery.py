@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..errors import ToolchainError, ToolchainNotFound
 from . import proctree
-from .errors import ToolchainError, ToolchainNotFound
 
 TAIL_LINES = 40
 # The tool's output is read from its log up to this many bytes from the end: a run that
@@ -146,7 +146,7 @@ def _safe_iterdir(path: Path) -> list[Path]:
 
 def parse_banner(text: str) -> dict[str, str] | None:
     """Version, build and revision from ``stedgeai --version`` or a report's first lines."""
-    from .parsers.common import parse_version_banner
+    from ..parsers.common import parse_version_banner
 
     info = parse_version_banner(text)
     if info is None:
