@@ -270,3 +270,36 @@ def test_terminal_summary_lists_software_and_hybrid_epochs(pytester: pytest.Pyte
     assert "  ??: hybrid epoch: the NPU and the Cortex-M55 share it" in out
     # the board's own figures beside them (47.584 ms/inference in the console log)
     assert line.endswith("validation cos 0.9997, 47.584 ms")
+
+
+def test_stedge_diff_lists_operators_moved_between_npu_and_cpu(tmp_path: Path) -> None:
+    """No two versions in ../shared move an operator of one model (each model keeps its
+    software operators across its versions), so the two real blazeface Results of one
+    version under two profiles stand in for base and head: their DequantizeLinear moves
+    from software into the hybrid epoch 76."""
+    from pytest_stedge.parsers import parse_path
+    from pytest_stedge.result import flat_metrics
+    from pytest_stedge.store.database import Store
+    from pytest_stedge.store.rows import ItemRow
+
+    cases = REAL / "n6-blazeface-2profiles"
+    results = {"2.2.0": parse_path(cases / "2.2.0-profile-default-cli" / "generate-2025-08-25"),
+               "2.2.1": parse_path(cases / "2.2.0-n6-allmems-O3-cubemx")}
+    db = tmp_path / "db.duckdb"
+    with Store.open(db) as store:
+        for version, result in results.items():
+            run = store.begin_run(argv=["pytest"], versions=[version])
+            store.add_items(run, [ItemRow(
+                nodeid=f"corpus/blazeface::generate[{version}]", case_name="blazeface",
+                stage="generate", version=version, outcome="passed", model_sha256="m1",
+                options_hash="o1", metrics=flat_metrics(dict(result)), result=dict(result))])
+            store.finish_run(run, status="passed", exitstatus=0)
+    out = subprocess.run([sys.executable, "-m", "pytest_stedge.cli.main", "diff", "2.2.0",
+                          "2.2.1", "--db", str(db)], capture_output=True, text=True,
+                         check=False, cwd=tmp_path).stdout
+    assert "operators moved between the NPU and the Cortex-M55 (2.2.0 -> 2.2.1):" in out
+    assert "    software <-> hybrid: DequantizeLinear (SW 4 -> 3, hybrid 0 -> 1)" in out
+    doc = json.loads(subprocess.run(
+        [sys.executable, "-m", "pytest_stedge.cli.main", "diff", "2.2.0", "2.2.1", "--db",
+         str(db), "--json"], capture_output=True, text=True, check=False, cwd=tmp_path).stdout)
+    assert doc["placement_moves"][0]["moves"][0]["op"] == "DequantizeLinear"
