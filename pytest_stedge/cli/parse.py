@@ -8,8 +8,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pytest_stedge.parsers.epoch_kinds import explain as explain_epochs
-
 _EPILOG = """examples:
   stedge parse st_ai_output/                    summary of a generate/validate output folder
   stedge parse st_ai_output/network_c_info.json one file
@@ -177,6 +175,8 @@ def summary(result: dict[str, Any]) -> str:
     if epochs:
         counts = ", ".join(f"{k} {epochs[k]}" for k in ("hw", "ec", "sw", "hybrid") if k in epochs)
         lines.append(f"{'epochs':<12}{epochs.get('total', '?')} ({counts})")
+    from pytest_stedge.parsers.epoch_kinds import explain as explain_epochs
+
     for line in explain_epochs(epochs):
         label, _, text = line.partition(": ")
         lines.append(f"{label:<12}{text}")

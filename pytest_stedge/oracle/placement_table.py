@@ -19,11 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.errors import OracleError
 
-from .placement_runs import Run
+if TYPE_CHECKING:
+    from .placement_runs import Run
 
 SCHEMA = "stedge.n6-placement/1"
 KINDS = ("sw", "hybrid", "hw")
