@@ -25,7 +25,6 @@ MAX_LINES = 460  # ~450
 # Modules other work is changing this session, split once it has landed: each may not grow.
 PENDING_SPLIT = {
     "board/client.py": 501, "parsers/c_info.py": 466,
-    "store/database.py": 521,
 }
 
 
