@@ -178,11 +178,13 @@ class StedgeState:
         were (when they agree), else as the case says."""
         if run is None and not self.replays_live(case):
             run = self.recorded_run(case)
-        here = self.models.resolved(case) is not None
+        resolved = self.models.resolved(case)
+        here = resolved is not None
         return OracleInputs(
             model_here=here,
             missing_reason="" if here else self.models.missing_reason(case),
             report=lambda: self.models.oracle_report(case, run),
+            model=resolved.model if resolved is not None else None,
         )
 
     def replays_live(self, case: Case) -> bool:
