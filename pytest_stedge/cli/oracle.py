@@ -17,10 +17,12 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "oracle",
         help="What a model needs: facts and activation memory, independent of the tool",
         description="Facts (operators, quantized and float nodes, weights) and activation memory "
-        "as the target deploys it (the floor no correct tool beats, the expected figure of a "
-        "checked offset plan, the tensors at the peak) of an ONNX or TFLite model (an ST _OE_ "
-        "model with the _Q.json beside it). With --c-info, the tool's figure explained from its "
-        "own buffers in parts that add up exactly. Rules per target family: docs/oracle.md.",
+        "as the target deploys it (a floor by construction: the least any order, fusion and "
+        "in-place write the tool could choose holds; the expected figure of the typical "
+        "deployment, placed in the mpool's pools) of an ONNX or TFLite model (an ST _OE_ model "
+        "with the _Q.json beside it). With --c-info, the tool's figure measured from its own "
+        "named buffers, with one unexplained figure for what the parts do not account for. "
+        "Rules per target family: docs/oracle.md.",
         epilog="examples:\n  stedge oracle model.tflite                      (the N6 NPU)\n"
         "  stedge oracle model.tflite --target stm32n6 --options --st-neural-art\n"
         "  stedge oracle model.tflite --target stm32n6     (software path: no --st-neural-art)\n"
