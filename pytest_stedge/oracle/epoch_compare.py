@@ -19,6 +19,7 @@ no buffer could check.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +245,7 @@ def _within(row: dict[str, Any], min_cos: float, max_l2r: float | None) -> bool:
     local = row["checked"] == "local"
     cos = row["local_cos"] if local else row["cos"]
     l2r = row["local_l2r"] if local else row["l2r"]
-    ok = bool(cos >= min_cos) if cos == cos else bool(l2r == 0 or l2r != l2r)
+    ok = bool(cos >= min_cos) if not math.isnan(cos) else bool(l2r == 0 or math.isnan(l2r))
     if max_l2r is not None and not l2r <= max_l2r:
         ok = False
     return ok

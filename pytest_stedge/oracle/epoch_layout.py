@@ -68,9 +68,7 @@ def oe_layouts(space: RefModel, user: RefModel) -> dict[str, Perm | None]:
         known = [layout.get(t) for t in data if t in layout]
         in_rank = len(space.shapes.get(data[0], ())) if data else 0
         source: Perm | None
-        if not data:
-            source = None
-        elif any(p is None for p in known) or not known:
+        if not data or not known or any(p is None for p in known):
             source = None
         else:
             ranked = [p for p in known if p is not None and len(p) == in_rank]
