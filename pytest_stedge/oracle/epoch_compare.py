@@ -50,53 +50,105 @@ def diverge_epochs(model: Path | str | None, dump: Path | str, c_info: Path | st
         none of whose tensors is a buffer of the c_info (another model), buffers none of
         which is a tensor of the model, or a record whose size fits not its buffer.
     """
-    from .epoch_names import Namer, find_oe_files, open_models
+    comparer = EpochComparer(model, c_info, oe_model=oe_model, q_json=q_json,
+                             min_cos=min_cos, max_l2r=max_l2r)
+    return comparer.compare(dump)
 
-    dump_path, info_path = Path(dump), Path(c_info)
-    plan = load_plan(info_path)
-    if model is None:
-        found = Path(oe_model) if oe_model else find_oe_files(info_path)[0]
-        if found is None:
+
+class EpochComparer:
+    """One compilation and one reference, ready to judge any number of dumps of it (the
+    models are loaded, and each epoch's recomputation built, once).
+
+    Parameters as :func:`diverge_epochs`.
+    """
+
+    def __init__(self, model: Path | str | None, c_info: Path | str, *,
+                 oe_model: Path | str | None = None, q_json: Path | str | None = None,
+                 min_cos: float = 0.99, max_l2r: float | None = None) -> None:
+        from .epoch_names import Namer, find_oe_files, open_models
+
+        self.info_path = Path(c_info)
+        self.plan = load_plan(self.info_path)
+        if model is None:
+            found = Path(oe_model) if oe_model else find_oe_files(self.info_path)[0]
+            if found is None:
+                raise OracleError(
+                    f"{self.info_path}: no model given and no *_OE_*.onnx beside it "
+                    "(generate writes it next to the c_info); give your .onnx or .tflite, "
+                    "or --oe-model")
+            model = found
+        self.model_path = Path(model)
+        self.ref, oe, renames, self.notes = open_models(
+            self.model_path, self.info_path, oe_model=Path(oe_model) if oe_model else None,
+            q_json=Path(q_json) if q_json else None)
+        self.namer = Namer(self.plan, self.ref, oe, renames)
+        self.space = self.namer.space
+        self.min_cos, self.max_l2r = min_cos, max_l2r
+        self._runs: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._engines: dict[bytes, Any] = {}
+
+    def _missing_oe(self) -> str:
+        """What to give when the c_info's names are not the model's and no OE model maps
+        them (the c_info records the md5 of both models it was compiled from)."""
+        from .epoch_names import compiled_from, md5_signature
+
+        signatures = compiled_from(self.info_path)
+        if self.namer.direct and md5_signature(self.model_path) in signatures[:1]:
+            oe = ", ".join(signatures[1:]) or "unknown"
+            return ("the c_info names its buffers after the tool's import of this model (the "
+                    f"*_OE_*.onnx, md5 {oe}, that generate writes with its *_Q.json next to "
+                    "the c_info): give them with --oe-model and --q-json")
+        return "is this c_info of another model?"
+
+    def _reference(self, data: Dump) -> tuple[dict[str, Any], dict[str, Any], str, bytes]:
+        """The model's and the OE model's tensors on the dump's input (cached by input)."""
+        import hashlib
+
+        feed, source = feed_for(self.ref, data)
+        key = hashlib.sha256(b"".join(
+            v.tobytes() for _, v in sorted(feed.items()))).digest()
+        if key not in self._runs:
+            values = self.ref.run(feed)
+            space_values = values if self.space is self.ref else self.space.run(
+                feed_for(self.space, data)[0])
+            self._runs[key] = (values, space_values)
+        return (*self._runs[key], source, key)
+
+    def compare(self, dump: Path | str) -> dict[str, Any]:
+        """Judge one dump (see :func:`diverge_epochs` for what is returned)."""
+        plan, namer, ref, space = self.plan, self.namer, self.ref, self.space
+        dump_path, info_path = Path(dump), self.info_path
+        data = read_dump(dump_path, plan)
+        unmapped: list[dict[str, Any]] = []
+        todo = _place(plan, data, info_path, unmapped)
+        resolved = {buf.id: namer.resolve(buf) for _, _, _, _, buf, _ in todo}
+        if not any(r.tensor for r in resolved.values()):
+            why = next(iter(resolved.values())).how
             raise OracleError(
-                f"{info_path}: no model given and no *_OE_*.onnx beside it (generate writes "
-                "it next to the c_info); give your .onnx or .tflite, or --oe-model")
-        model = found
-    model_path = Path(model)
-    ref, oe, renames, notes = open_models(
-        model_path, info_path, oe_model=Path(oe_model) if oe_model else None,
-        q_json=Path(q_json) if q_json else None)
-    namer = Namer(plan, ref, oe, renames)
-    data = read_dump(dump_path, plan)
-    unmapped: list[dict[str, Any]] = []
-    todo = _place(plan, data, info_path, unmapped)
-    resolved = {buf.id: namer.resolve(buf) for _, _, _, _, buf, _ in todo}
-    if not any(r.tensor for r in resolved.values()):
-        why = next(iter(resolved.values())).how
-        raise OracleError(
-            f"{info_path}: none of the dump's buffers is a tensor of {model_path} (first: "
-            f"{why}); " + ("; ".join(notes) or "is this c_info of another model?"))
-    feed, source = feed_for(ref, data)
-    values = ref.run(feed)
-    space = namer.space
-    space_values = values if space is ref else space.run(feed_for(space, data)[0])
-    local = _Local(plan, namer, data, space, space_values, notes)
-    rows: list[dict[str, Any]] = []
-    for num, _, rec, tname, buf, raw in sorted(todo, key=lambda t: (t[0], t[1])):
-        row = _compare(plan.epochs.get(num), num, rec, tname, buf, raw, resolved[buf.id],
-                       namer, ref, values, space, space_values, local, dump_path,
-                       info_path, unmapped)
-        if row is None:
-            continue
-        row["ok"] = _within(row, min_cos, max_l2r)
-        rows.append(row)
-    first = next((r for r in rows if not r["ok"]), None)
-    return {"model": str(model_path), "c_info": str(info_path), "dump": str(dump_path),
-            "tolerance": {"min_cos": min_cos, "max_l2r": max_l2r}, "input_source": source,
-            "reference": f"{'LiteRT' if ref.kind == 'tflite' else 'onnxruntime'} on "
-                         f"{model_path.name}", "naming": namer.naming, "notes": notes,
-            "local": local.describe(), "records": len(data.records), "compared": len(rows),
-            "first_divergent": first, "unchecked_before": _unchecked(plan, rows, first),
-            "rows": rows, "unmapped": unmapped}
+                f"{info_path}: none of the dump's buffers is a tensor of {self.model_path} "
+                f"(first: {why}); " + ("; ".join(self.notes) or self._missing_oe()))
+        values, space_values, source, key = self._reference(data)
+        local = _Local(plan, namer, data, space, space_values, self._engines, key)
+        rows: list[dict[str, Any]] = []
+        for num, _, rec, tname, buf, raw in sorted(todo, key=lambda t: (t[0], t[1])):
+            row = _compare(plan.epochs.get(num), num, rec, tname, buf, raw, resolved[buf.id],
+                           namer, ref, values, space, space_values, local, dump_path,
+                           info_path, unmapped)
+            if row is None:
+                continue
+            row["ok"] = _within(row, self.min_cos, self.max_l2r)
+            rows.append(row)
+        first = next((r for r in rows if not r["ok"]), None)
+        return {"model": str(self.model_path), "c_info": str(info_path),
+                "dump": str(dump_path),
+                "tolerance": {"min_cos": self.min_cos, "max_l2r": self.max_l2r},
+                "input_source": source,
+                "reference": f"{'LiteRT' if ref.kind == 'tflite' else 'onnxruntime'} on "
+                             f"{self.model_path.name}", "naming": namer.naming,
+                "notes": self.notes, "local": local.describe(), "records": len(data.records),
+                "compared": len(rows), "first_divergent": first,
+                "unchecked_before": _unchecked(plan, rows, first), "rows": rows,
+                "unmapped": unmapped}
 
 
 def _place(plan: EpochPlan, data: Dump, info_path: Path, unmapped: list[dict[str, Any]]
@@ -133,10 +185,10 @@ class _Local:
     (:mod:`.epoch_local`), once per epoch."""
 
     def __init__(self, plan: EpochPlan, namer: Any, data: Dump, space: Any,
-                 space_values: dict[str, Any], notes: list[str]) -> None:
+                 space_values: dict[str, Any], engines: dict[bytes, Any], key: bytes) -> None:
         from .epoch_local import LocalReference
 
-        self.plan, self.namer, self.space, self.notes = plan, namer, space, notes
+        self.plan, self.namer, self.space = plan, namer, space
         self.board: dict[str, Any] = {}
         for rec in data.records:
             for tname, raw in rec.tensors.items():
@@ -145,7 +197,9 @@ class _Local:
         self.cache: dict[int, dict[str, Any] | str] = {}
         self.reason = ""
         try:
-            self.engine: Any = LocalReference(space, space_values)
+            if key not in engines:  # one per reference input: its sessions are reused
+                engines[key] = LocalReference(space, space_values)
+            self.engine: Any = engines[key]
         except OracleError as exc:
             self.engine, self.reason = None, str(exc)
 

@@ -46,6 +46,7 @@ class LocalReference:
         self.nodes = list(self.proto.graph.node)
         self.producer = {out: i for i, node in enumerate(self.nodes) for out in node.output}
         self.inits = {init.name: init for init in self.proto.graph.initializer}
+        self._sessions: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
 
     def recompute(self, wanted: list[str], given: dict[str, Any]) -> dict[str, Any]:
         """Real values of the ``wanted`` tensors computed from the ``given`` ones (real
@@ -55,8 +56,6 @@ class LocalReference:
         :raises OracleError: onnxruntime rejects the part, or a value is missing.
         """
         import numpy as np
-        import onnxruntime as ort
-        from onnx import helper
 
         needed: set[int] = set()
         frontier: list[str] = []
@@ -76,16 +75,30 @@ class LocalReference:
             if index not in needed:
                 needed.add(index)
                 todo.extend(self.nodes[index].input)
-        feeds, inputs = {}, []
+        feeds = {}
         for name in frontier:
             value = given.get(name, self.full.get(name))
             if value is None:
                 raise OracleError(f"{self.space.path}: no value for {name!r}, which "
                                   f"{', '.join(wanted)} depend(s) on")
-            info = self.graph.info(name)
-            arr = self._typed(name, np.asarray(value), info.dtype)
-            feeds[name] = arr
-            inputs.append(helper.make_tensor_value_info(name, info.dtype or 1, list(arr.shape)))
+            feeds[name] = self._typed(name, np.asarray(value), self.graph.info(name).dtype)
+        key = (tuple(wanted), tuple(sorted(frontier)))
+        try:
+            if key not in self._sessions:
+                self._sessions[key] = self._session(wanted, feeds, needed)
+            values = self._sessions[key].run(wanted, feeds)
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
+            raise OracleError(f"{self.space.path}: onnxruntime cannot recompute "
+                              f"{', '.join(wanted)} from the board's buffers: {exc}") from None
+        return {t: self._real(t, np.asarray(v)) for t, v in zip(wanted, values)}
+
+    def _session(self, wanted: list[str], feeds: dict[str, Any], needed: set[int]) -> Any:
+        """An onnxruntime session of the nodes ``needed`` between ``feeds`` and ``wanted``."""
+        import onnxruntime as ort
+        from onnx import helper
+
+        inputs = [helper.make_tensor_value_info(name, self.graph.info(name).dtype or 1,
+                                                list(arr.shape)) for name, arr in feeds.items()]
         outputs = [helper.make_tensor_value_info(t, self.graph.info(t).dtype or 1, None)
                    for t in wanted]
         used = {t for i in needed for t in self.nodes[i].input}
@@ -96,14 +109,8 @@ class LocalReference:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.log_severity_level = 3
-        try:
-            sess = ort.InferenceSession(model.SerializeToString(), options,
-                                        providers=["CPUExecutionProvider"])
-            values = sess.run(wanted, feeds)
-        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
-            raise OracleError(f"{self.space.path}: onnxruntime cannot recompute "
-                              f"{', '.join(wanted)} from the board's buffers: {exc}") from None
-        return {t: self._real(t, np.asarray(v)) for t, v in zip(wanted, values)}
+        return ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"])
 
     def _typed(self, name: str, real: Any, dtype: int) -> Any:
         """A real value as the tensor's element type: integer codes by its quantization."""
