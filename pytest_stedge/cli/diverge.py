@@ -74,7 +74,9 @@ def cmd_diverge(args: argparse.Namespace) -> int:
         from pytest_stedge.oracle.epochs import load_plan
 
         data = read_dump(dump, load_plan(c_info))
-        with_data = [t for r in data.records for t, v in r.tensors.items() if v.size]
+        outputs = set(meta.get("outputs") or [])  # an output buffer's data is the output's
+        with_data = [t for r in data.records for t, v in r.tensors.items()
+                     if v.size and t not in outputs]
         if with_data:
             return _epochs(args, model, dump, c_info)
         return _outputs_only(args, model, dump, c_info, "no intermediate data" if data.records

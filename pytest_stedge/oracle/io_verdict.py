@@ -111,6 +111,9 @@ def dump_outputs(model: Path, dump: Path, c_info: Path | None = None, *,
     rows = []
     for position, name in enumerate(names):
         board = arrays[name]
+        if board.size == 0:
+            raise OracleError(f"{dump}: output {name!r} came without data (a run in PERF "
+                              "mode sends none)")
         buf = plan.find(name) if plan is not None else None
         how = ""
         tensor: str | None
