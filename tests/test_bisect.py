@@ -123,3 +123,27 @@ def test_without_the_version_installed_it_says_so(tmp_path: Path,
     err = capsys.readouterr().err
     assert code == 2
     assert "stedgeai 9.9.9 is not installed here" in err and "recorded run cannot" in err
+
+
+@pytest.mark.slow
+def test_stedge_bisect_names_the_option_in_a_failing_item_s_report(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    make_install(tmp_path / "installs" / "4.0.1", "4.0.1",
+                 config={"validate": {"cos": 0.5}, "commands": ["validate"],
+                         "when_options": ["--split-weights"]})
+    folder = pytester.path / "corpus" / "mlp"
+    folder.mkdir(parents=True)
+    make_conv_model(folder / "model.onnx")
+    (folder / "case.toml").write_text(
+        'model = "model.onnx"\ntarget = "stm32h7"\nstages = ["validate-host"]\n'
+        'oracle = false\noptions = ["--compression", "none", "--split-weights"]\n'
+        "[expect]\nval_cos = { min = 0.99 }\n")
+    result = pytester.runpytest_subprocess(
+        str(pytester.path / "corpus"), "--stedge-root", str(tmp_path / "installs"),
+        "--stedge-version", "4.0.1", "--stedge-db", str(tmp_path / "db.duckdb"),
+        "--stedge-bisect", "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+        "--stedge-report", "none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([("*bisect (--stedge-bisect): --split-weights: with this the "
+                                 "check fails, without any one of them it passes (*runs, 2 "
+                                 "options: 0 of the profile, 2 of the case)*")])
