@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "pytest_stedge.cli.oracle",
     "pytest_stedge.cli.diverge",
     "pytest_stedge.cli.bisect",
+    "pytest_stedge.cli.bug_report",
     "pytest_stedge.cli.boards",
     "pytest_stedge.cli.corpus",
     "pytest_stedge.cli.clean",
