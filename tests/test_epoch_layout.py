@@ -119,3 +119,26 @@ def test_blazeface_s_channel_pad_runs_in_n_h_c_w(tmp_path: Path) -> None:
     # two int8 runtimes: most elements equal, a few one or more steps apart
     assert np.mean(np.abs(right - theirs) <= step) > 0.9  # measured 0.945
     assert np.mean(np.abs(wrong - theirs) <= step) < 0.3  # measured 0.160
+
+
+def test_a_buffer_quantized_otherwise_is_not_mapped_to_the_tensor() -> None:
+    from pytest_stedge.oracle.epoch_names import Namer, open_models
+    from pytest_stedge.oracle.epochs import load_plan
+
+    info = BLAZE_OE.parent / "network_c_info.json"
+    for path in (BLAZE_OE, BLAZE_TFLITE, info):
+        if not path.is_file():
+            pytest.skip(f"{path} is absent (the real tool outputs live in ../shared)")
+    pytest.importorskip("ai_edge_litert", reason="LiteRT (ai-edge-litert) runs TFLite models")
+    plan = load_plan(info)
+    ref, oe, renames, _ = open_models(BLAZE_TFLITE, info)
+    namer = Namer(plan, ref, oe, renames)
+    buf = plan.by_name["Conv2D_37_off_bias_out_61"]
+    found = namer.resolve(buf)
+    # measured on both BlazeFace c_infos: all 32 mapped buffers with a scale have the
+    # scale of the tflite tensor they map to (relative difference < 1e-6)
+    assert found.tensor is not None and ref.quant[found.tensor][0] == pytest.approx(
+        buf.scales[0], rel=1e-6)
+    ref.quant[found.tensor] = (buf.scales[0] * 2, ref.quant[found.tensor][1])
+    refused = Namer(plan, ref, oe, renames).resolve(buf)
+    assert refused.tensor is None and "is not the tensor's" in refused.how

@@ -156,7 +156,22 @@ class Namer:
         if perm is None:
             return Resolved(None, f"{how} = {tensor}, but the OE model's layout of it is not "
                             "known (a reshape of a transposed tensor)", oe_tensor, codes)
+        other = self._other_scale(buf, tensor)
+        if other:
+            return Resolved(None, f"{how} = {tensor}? {other}", oe_tensor, codes)
         return Resolved(tensor, f"{how} = {tensor}", oe_tensor, codes, perm)
+
+    def _other_scale(self, buf: Buffer, tensor: str) -> str:
+        """Why ``buf`` cannot hold ``tensor``'s codes: the tool keeps a tensor's scale in
+        the buffers that hold it (their zero point may move), so a buffer quantized with
+        another scale holds another tensor, or a requantized copy ("" when they agree)."""
+        mine = self.ref.quant.get(tensor)
+        if mine is None or len(buf.scales) != 1 or not mine[0]:
+            return ""
+        if abs(buf.scales[0] - mine[0]) <= 1e-5 * abs(mine[0]):
+            return ""
+        return (f"no: the buffer's scale {buf.scales[0]:.9g} is not the tensor's "
+                f"{mine[0]:.9g} (another tensor, or a requantized copy of it)")
 
     def codes_quant(self, tensor: str) -> tuple[float, int] | None:
         """The quantization of the int8 codes behind a tensor: its own, else the nearest
