@@ -124,3 +124,62 @@ def test_a_case_without_a_profile_keeps_its_own_words(tmp_path: Path) -> None:
     options = case_options(case)
     assert [u.text for u in options.units] == ["--compression none", "--split-weights"]
     assert variant(case, options, [options.units[1]], tmp_path).options == ("--split-weights",)
+
+
+def _trace(n: int, culprits: set[int]) -> list[list[int]]:
+    runs, test = counted(culprits)
+    ddmin(list(range(n)), test)
+    return runs
+
+
+def test_the_runs_are_zeller_s_ddmin_traced_by_hand() -> None:
+    # 4 options, culprit 0: the first half fails, then its first half
+    assert _trace(4, {0}) == [[0, 1], [0]]
+    assert _trace(8, {0}) == [[0, 1, 2, 3], [0, 1], [0]]
+    # 4 options, culprits 1 and 3: halves pass, quarters pass, the complement of [0]
+    # fails (granularity 3), then the complement of [2] (granularity 2): done
+    assert _trace(4, {1, 3}) == [[0, 1], [2, 3], [0], [1], [2], [3], [1, 2, 3], [1, 3]]
+    # 8 options, culprits 1 and 6: 2 halves, 4 quarters, complements [2..7] and
+    # [0, 1, 4..7] (fails, granularity 3); [4..7] was run (a half), [0, 1, 6, 7] fails
+    # (granularity 2); 4 singles; complement [1, 6, 7] fails (granularity 3); [6, 7] was
+    # run (a quarter), [1, 7] passes, [1, 6] fails: 16 runs, none twice
+    runs = _trace(8, {1, 6})
+    assert runs == [[0, 1, 2, 3], [4, 5, 6, 7], [0, 1], [2, 3], [4, 5], [6, 7],
+                    [2, 3, 4, 5, 6, 7], [0, 1, 4, 5, 6, 7], [0, 1, 6, 7], [0], [1], [6], [7],
+                    [1, 6, 7], [1, 7], [1, 6]]
+
+
+def test_the_builtin_profile_of_an_install_is_read(tmp_path: Path) -> None:
+    resources = tmp_path / "install/Utilities/linux/targets/stm32/resources"
+    resources.mkdir(parents=True)
+    (resources / "neural_art.json").write_text(json.dumps({"Profiles": {
+        "default": {"memory_pool": "./mpools/stm32n6.mpool", "options": "--Os --O3"}}}))
+    case = Case("c", tmp_path / "case.toml", tmp_path, tmp_path / "m.onnx", "stm32n6",
+                neural_art=NeuralArt("default"))
+    options = case_options(case, tmp_path / "install")
+    assert [u.text for u in options.units] == ["--Os", "--O3"]
+    assert options.profile_file == resources / "neural_art.json"
+    missing = Case("c", tmp_path / "case.toml", tmp_path, tmp_path / "m.onnx", "stm32n6",
+                   neural_art=NeuralArt("n6-noextmem"))
+    with pytest.raises(Exception, match=r"no profile 'n6-noextmem' in Profiles; found: default"):
+        case_options(missing, tmp_path / "install")
+
+
+def test_a_case_s_own_mpool_and_an_empty_description_survive_a_variant(tmp_path: Path) -> None:
+    case = _case(tmp_path)
+    text = (tmp_path / "profiles/neural_art.json").read_text().replace(
+        '"./n6.mdesc"', '""')
+    (tmp_path / "profiles/neural_art.json").write_text(text)
+    mine = tmp_path / "mine.mpool"
+    mine.write_text("{}")
+    assert case.neural_art is not None
+    case = Case(case.name, case.path, case.corpus_root, case.model, case.target,
+                options=case.options, neural_art=NeuralArt("p", case.neural_art.file, mine))
+    options = case_options(case)
+    deep = tmp_path / "a" / "b"
+    first = variant(case, options, list(options.units), deep)
+    again = variant(case, options, list(options.units), deep)  # the folder may exist
+    assert first.neural_art is not None and again.neural_art is not None
+    assert first.neural_art.mpool == mine  # the case's override, not the profile's pool
+    entry = json.loads(first.neural_art.file.read_text())["Profiles"]["p"]
+    assert entry["memory_desc"] == ""

@@ -142,3 +142,38 @@ def test_a_buffer_quantized_otherwise_is_not_mapped_to_the_tensor() -> None:
     ref.quant[found.tensor] = (buf.scales[0] * 2, ref.quant[found.tensor][1])
     refused = Namer(plan, ref, oe, renames).resolve(buf)
     assert refused.tensor is None and "is not the tensor's" in refused.how
+
+
+def _two_inputs(path: Path, nodes: list, inits: list, out: str) -> Path:
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 3, 2]),
+                     helper.make_tensor_value_info("v", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_data_inputs_decide_constants_do_not_and_they_must_agree(tmp_path: Path) -> None:
+    half = numpy_helper.from_array(np.full((1,), 0.5, np.float32), "half")
+    same = numpy_helper.from_array(np.array([1, 2, 3, 3], np.int64), "same")
+    other = numpy_helper.from_array(np.array([1, 3, 2, 3], np.int64), "other")
+    nodes = [helper.make_node("Transpose", ["x"], ["nchw"], perm=[0, 3, 1, 2], name="T"),
+             helper.make_node("Mul", ["half", "nchw"], ["scaled"], name="M"),  # const first
+             helper.make_node("Add", ["scaled", "v"], ["shifted"], name="A"),  # broadcast
+             helper.make_node("Reshape", ["nchw", "same"], ["kept"], name="R1"),
+             helper.make_node("Reshape", ["nchw", "other"], ["moved"], name="R2"),
+             helper.make_node("Add", ["moved", "scaled"], ["mixed"], name="A2"),
+             helper.make_node("Reshape", ["x", "other"], ["plain"], name="R3"),
+             helper.make_node("Transpose", ["x"], ["reversed"], name="T2")]
+    oe = _two_inputs(tmp_path / "oe.onnx", nodes, [half, same, other], "mixed")
+    user = _two_inputs(tmp_path / "u.onnx", [helper.make_node("Relu", ["x"], ["y"])], [], "y")
+    layout = oe_layouts(load_reference(oe), load_reference(user))
+    assert layout["v"] == (0,)
+    assert layout["scaled"] == (0, 3, 1, 2)  # the Mul follows its data, not its constant
+    assert layout["shifted"] == (0, 3, 1, 2)  # a broadcast vector does not blur it
+    assert layout["kept"] is None and layout["moved"] is None  # any reshape of NCHW
+    assert layout["mixed"] is None  # one input unknown: the sum is unknown
+    assert layout["plain"] == (0, 1, 2, 3)  # a reshape of the user's own order keeps it
+    assert layout["reversed"] == (3, 2, 1, 0)  # Transpose without perm reverses the axes

@@ -83,9 +83,9 @@ def _through(op_type: str, name: str, source: Perm | None, in_rank: int, out_ran
              perms: dict[str, Perm]) -> Perm | None:
     if source is None:
         return None
-    if op_type == "Transpose":
-        q = perms.get(name)
-        if q is None or len(q) != len(source):
+    if op_type == "Transpose":  # without perm, ONNX reverses the axes
+        q = perms.get(name) or tuple(reversed(range(len(source))))
+        if len(q) != len(source):
             return None
         return tuple(source[i] for i in q)
     if op_type in _RESHAPING or in_rank != out_rank:
