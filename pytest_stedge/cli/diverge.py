@@ -129,8 +129,7 @@ def find_case(text: str) -> Any:
 
     path = Path(text)
     for candidate in (path, path / "case.toml", Path("corpus") / text / "case.toml"):
-        if candidate.is_file() and candidate.name == "case.toml" or (
-                candidate.is_file() and candidate.suffix == ".toml"):
+        if candidate.suffix == ".toml" and candidate.is_file():
             return load_cases(candidate.resolve())[0]
     raise StedgeError(f"case {text!r}: no case.toml there, nor corpus/{text}/case.toml")
 
