@@ -134,3 +134,27 @@ def test_without_the_failing_version_installed_it_says_so(
                  "generate", "--root", str(tmp_path / "none")])
     assert code == 2
     assert "stedgeai 4.0.1 is not installed here" in capsys.readouterr().err
+
+
+def test_a_passing_version_not_installed_gives_its_stored_figures(
+        installs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_stedge.store.database import Store
+    from pytest_stedge.store.rows import ItemRow
+
+    db = tmp_path / "results.duckdb"
+    with Store.open(db) as store:
+        run = store.begin_run(argv=["pytest"], versions=["2.2.0"])
+        store.add_items(run, [ItemRow(
+            nodeid="corpus/tcn/case.toml::validate-target[2.2.0]", case_name="tcn",
+            stage="validate-target", version="2.2.0", outcome="passed", model_sha256="m",
+            options_hash="o", metrics={"val_cos": 0.9995, "activations_bytes": 16384.0})])
+    out = tmp_path / "stored"
+    report(corpus(tmp_path), installs, out, capsys, "--passing-version", "2.2.0",
+           "--db", str(db))
+    figures = json.loads((out / "figures.json").read_text())
+    assert figures["passing"]["figures"] == {"activations_bytes": 16384.0, "val_cos": 0.9995}
+    assert figures["passing"]["source"].startswith("its newest stored figures")
+    assert not (out / "runs/2.2.0").exists()
+    post = (out / "POST.md").read_text()
+    assert re.search(r"\| val_cos \| 0\.091 \| 0\.9995 \|", post)
+    assert machine_paths(out, tmp_path, installs) == []

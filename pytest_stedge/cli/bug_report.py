@@ -122,15 +122,18 @@ def _stored(args: argparse.Namespace, case: str, stage: str, version: str) -> An
     from pytest_stedge.store.queries import latest_metrics
 
     location = db_path(args)
+    # named without its folder (no path of this machine goes in the report) nor a server's
+    # address (it may carry credentials)
+    shown = Path(str(location)).name if isinstance(location, Path) else "the shared store"
     try:
         with Store.open(location, create=False, read_only=True) as store:
             rows = latest_metrics(store, sorted(METRICS), [version])
     except Exception as exc:  # noqa: BLE001 - a missing or unreadable store: said, not fatal
-        return VersionRun(version, f"not installed here, and the store {location} cannot be "
-                          f"read ({exc})")
+        return VersionRun(version, f"not installed here, and the store {shown} cannot be "
+                          f"read ({type(exc).__name__})")
     figures = {r["metric"]: float(r["value"]) for r in rows
                if r["case_name"] == case and r["stage"] == stage}
     if not figures:
-        return VersionRun(version, f"not installed here, and the store {location} holds no "
+        return VersionRun(version, f"not installed here, and the store {shown} holds no "
                           f"{stage} of {case} with it")
-    return VersionRun(version, f"its newest stored figures ({location})", figures=figures)
+    return VersionRun(version, f"its newest stored figures (store {shown})", figures=figures)
