@@ -177,3 +177,21 @@ def test_data_inputs_decide_constants_do_not_and_they_must_agree(tmp_path: Path)
     assert layout["mixed"] is None  # one input unknown: the sum is unknown
     assert layout["plain"] == (0, 1, 2, 3)  # a reshape of the user's own order keeps it
     assert layout["reversed"] == (3, 2, 1, 0)  # Transpose without perm reverses the axes
+
+
+def test_an_input_the_user_s_model_lacks_has_no_layout(tmp_path: Path) -> None:
+    shape = numpy_helper.from_array(np.array([3], np.int64), "shape3")
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape3"], ["line"], name="R"),
+         helper.make_node("Add", ["w", "line"], ["sum"], name="A")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 1, 1]),
+              helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("sum", TensorProto.FLOAT, None)], [shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "oe.onnx")
+    user = _model(tmp_path / "u.onnx", [helper.make_node("Relu", ["x"], ["y"])], [],
+                  [1, 3, 1, 1], "y")
+    layout = oe_layouts(load_reference(tmp_path / "oe.onnx"), load_reference(user))
+    assert layout["line"] == (0,) and "w" not in layout
+    assert layout["sum"] is None  # w's order is nobody's: the sum's is unknown
