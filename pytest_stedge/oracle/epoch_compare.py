@@ -19,6 +19,7 @@ no buffer could check.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,12 @@ def diverge_epochs(model: Path | str | None, dump: Path | str, c_info: Path | st
     return comparer.compare(dump)
 
 
+# Each epoch's recomputation, by (OE model file, reference input): comparers of one
+# compilation with different user models share the OE model's sessions. A few kept.
+_ENGINES: dict[bytes, Any] = {}
+_ENGINES_KEPT = 4
+
+
 class EpochComparer:
     """One compilation and one reference, ready to judge any number of dumps of it (the
     models are loaded, and each epoch's recomputation built, once).
@@ -85,7 +92,7 @@ class EpochComparer:
         self.space = self.namer.space
         self.min_cos, self.max_l2r = min_cos, max_l2r
         self._runs: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self._engines: dict[bytes, Any] = {}
+        self._engines = _ENGINES
 
     def _missing_oe(self) -> str:
         """What to give when the c_info's names are not the model's and no OE model maps
@@ -100,10 +107,8 @@ class EpochComparer:
                     "the c_info): give them with --oe-model and --q-json")
         return "is this c_info of another model?"
 
-    def _reference(self, data: Dump) -> tuple[dict[str, Any], dict[str, Any], str, bytes]:
+    def _reference(self, data: Dump) -> tuple[dict[str, Any], dict[str, Any], str]:
         """The model's and the OE model's tensors on the dump's input (cached by input)."""
-        import hashlib
-
         feed, source = feed_for(self.ref, data)
         key = hashlib.sha256(b"".join(
             v.tobytes() for _, v in sorted(feed.items()))).digest()
@@ -112,7 +117,7 @@ class EpochComparer:
             space_values = values if self.space is self.ref else self.space.run(
                 feed_for(self.space, data)[0])
             self._runs[key] = (values, space_values)
-        return (*self._runs[key], source, key)
+        return (*self._runs[key], source)
 
     def compare(self, dump: Path | str) -> dict[str, Any]:
         """Judge one dump (see :func:`diverge_epochs` for what is returned)."""
@@ -127,8 +132,11 @@ class EpochComparer:
             raise OracleError(
                 f"{info_path}: none of the dump's buffers is a tensor of {self.model_path} "
                 f"(first: {why}); " + ("; ".join(self.notes) or self._missing_oe()))
-        values, space_values, source, key = self._reference(data)
-        local = _Local(plan, namer, data, space, space_values, self._engines, key)
+        values, space_values, source = self._reference(data)
+        space_feed = feed_for(space, data)[0]  # what the OE model ran on, whoever's the model
+        engine_key = hashlib.sha256(str(space.path.resolve()).encode() + b"".join(
+            v.tobytes() for _, v in sorted(space_feed.items()))).digest()
+        local = _Local(plan, namer, data, space, space_values, self._engines, engine_key)
         rows: list[dict[str, Any]] = []
         for num, _, rec, tname, buf, raw in sorted(todo, key=lambda t: (t[0], t[1])):
             row = _compare(plan.epochs.get(num), num, rec, tname, buf, raw, resolved[buf.id],
@@ -197,7 +205,9 @@ class _Local:
         self.cache: dict[int, dict[str, Any] | str] = {}
         self.reason = ""
         try:
-            if key not in engines:  # one per reference input: its sessions are reused
+            if key not in engines:  # one per model and input: its sessions are reused
+                while len(engines) >= _ENGINES_KEPT:
+                    engines.pop(next(iter(engines)))
                 engines[key] = LocalReference(space, space_values)
             self.engine: Any = engines[key]
         except OracleError as exc:
