@@ -3,10 +3,11 @@
     python benchmarks/bench_oracle.py
 
 Targets: densenet121 (light, 1,746 nodes) <= 0.3 s including load and shape
-inference (issue 4, kept by issue 12 with the N6 deployment rules); a 3.5 MB int8
-TFLite detector <= 1 s (issue 12); a generated 5,000-node chain <= 2 s; the plan
-reaches the liveness bound on every light model and every model of
-../shared/real-cases, the qwen2-style decoder included (issue 18, target 6).
+inference (issue 4, kept by issue 12 with the N6 deployment rules and by issue 26
+with the admissible floor); a 3.5 MB int8 TFLite detector <= 1 s (issue 12); a
+generated 5,000-node chain <= 2 s and a 20,000-node one <= 6 s (issue 26); the plan
+reaches the liveness bound of the typical deployment on every light model and every
+model of ../shared/real-cases, the qwen2-style decoder included (issue 18, target 6).
 """
 
 from __future__ import annotations
@@ -94,13 +95,16 @@ def main() -> None:
             )
             took = time.perf_counter() - start
             total += 1
-            at_bound += r["plan_bytes"] == r["lower_bound_bytes"]
+            at_bound += r["plan_bytes"] == r["typical_bound_bytes"]
             print(
-                f"  {pair.model.name[:40]:<41}{r['deployment']['family']:<8} bound "
-                f"{r['lower_bound_bytes']:>10,} plan {r['plan_bytes']:>10,} "
-                f"({r['plan_strategy']}, {took:.3f} s)"
+                f"  {pair.model.name[:40]:<41}{r['deployment']['family']:<8} floor "
+                f"{r['lower_bound_bytes']:>10,} typical bound {r['typical_bound_bytes']:>10,} "
+                f"plan {r['plan_bytes']:>10,} ({r['plan_strategy']}, {took:.3f} s)"
             )
-        print(f"plan == bound on {at_bound}/{total} real-cases model deployments (target: all)")
+        print(
+            f"plan == typical bound on {at_bound}/{total} real-cases model deployments "
+            "(target: all)"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = _chain(Path(tmp) / "chain.onnx", 5000)
         seconds, report = _timed(path, repeat=3)
@@ -111,20 +115,22 @@ def main() -> None:
         path = _chain(Path(tmp) / "chain20k.onnx", 20000)
         seconds20, _ = _timed(path, repeat=1)
         print(
-            f"20,000-node chain: {seconds20:.3f} s (linear scaling check: x{seconds20 / seconds:.1f} for x4 nodes)"
+            f"20,000-node chain: {seconds20:.3f} s (target <= 6 s; linear scaling check: "
+            f"x{seconds20 / seconds:.1f} for x4 nodes)"
         )
     print("plan quality on the light models:")
     exact = 0
     models = sorted(LIGHT.glob("*.onnx"))
     for model in models:
         seconds, r = _timed(model, repeat=1)
-        ratio = r["plan_bytes"] / r["lower_bound_bytes"]
-        exact += r["plan_bytes"] == r["lower_bound_bytes"]
+        ratio = r["plan_bytes"] / r["typical_bound_bytes"]
+        exact += r["plan_bytes"] == r["typical_bound_bytes"]
         print(
-            f"  {model.stem:<22} bound {r['lower_bound_bytes']:>12,} plan {r['plan_bytes']:>12,} "
+            f"  {model.stem:<22} floor {r['lower_bound_bytes']:>12,} typical bound "
+            f"{r['typical_bound_bytes']:>12,} plan {r['plan_bytes']:>12,} "
             f"ratio {ratio:.4f} ({r['plan_strategy']}, {seconds:.3f} s)"
         )
-    print(f"plan == bound on {exact}/{len(models)} light models (target: all)")
+    print(f"plan == typical bound on {exact}/{len(models)} light models (target: all)")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from .steps import (
     oracle_result,
     record_figures,
     recorded_errors,
+    replays,
     stage_result,
 )
 from .store.rows import ItemRow
@@ -97,6 +98,8 @@ def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[Stedg
         state.bugs.check(case)
         if case.sha256 is not None and case.model.is_file():
             check_model_pin(case, state.models.sha256(case))
+        if case.oracle:
+            _warn_recorded_deployment(parent, case, state.toolchains.case_runs(case.name))
     variants = len(cases) > 1 or cases[0].variant is not None
     planned: list[tuple[str, Case, str, str | None]] = []
     for case in cases:
@@ -121,6 +124,30 @@ def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[Stedg
         )
         for name, case, stage, version in planned
     ]
+
+
+def _warn_recorded_deployment(parent: pytest.Collector, case: Case, runs: list[dict[str, Any]]) -> None:
+    """A collection warning when the case's [neural_art]/options deploy the model otherwise
+    than its recordings' command lines: the oracle's floor of a replayed run follows the
+    run, so the case file says something its figures do not."""
+    if not runs:
+        return
+    from .oracle import recorded_conflicts
+
+    try:
+        lines = recorded_conflicts(case, runs)
+    except OracleError as exc:  # an unreadable pool file: the oracle item says so
+        lines = [str(exc)]
+    if lines:
+        parent.warn(
+            pytest.PytestCollectionWarning(
+                f"{case.path}: case {case.name!r} is deployed otherwise than its recordings: "
+                + "; ".join(lines[:3])
+                + (f" (and {len(lines) - 3} more)" if len(lines) > 3 else "")
+                + ". The oracle follows each recorded command line; say the same in the case "
+                "([neural_art], options)."
+            )
+        )
 
 
 def _marks(config: pytest.Config, markers: tuple[str, ...]) -> list[pytest.MarkDecorator]:
@@ -167,13 +194,15 @@ class StedgeItem(pytest.Item):
         state = get_state(self.config)
         case, stage, version = self.case, self.stage, self.version
         started = time.perf_counter()
-        oracle = state.oracle_inputs(case)
         self._row = row = new_row(self.nodeid, case, stage, version, state.models.sha256(case))
         if stage == "oracle":
+            oracle = state.oracle_inputs(case)
             result = oracle_result(case, oracle, row)
         else:
             assert version is not None
             inputs = state.stage_inputs(case, stage, version)
+            # a replayed run is set beside the floor of the deployment it was made with
+            oracle = state.oracle_inputs(case, inputs.recording if replays(stage, inputs) else None)
             result = stage_result(case, stage, version, inputs, row, self._run_stage)
             attach_oracle(case, oracle, result)
         self.ihook.pytest_stedge_result(config=self.config, item=self, result=result)

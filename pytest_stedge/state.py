@@ -11,6 +11,7 @@ the plugin hands :func:`get_state` the function that sets a controller up.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -170,16 +171,38 @@ class StedgeState:
 
     # -- what each step of an item needs, handed over once per item (see .steps) ----------
 
-    def oracle_inputs(self, case: Case) -> OracleInputs:
-        """The oracle's report on the case's model (computed on first use, once a session)."""
+    def oracle_inputs(self, case: Case, run: dict[str, Any] | None = None) -> OracleInputs:
+        """The oracle's report on the case's model (computed on first use, once a session
+        and deployment): as the recorded ``run`` a toolchain item replays was deployed,
+        else, for the oracle item of a case this session only replays, as its recordings
+        were (when they agree), else as the case says."""
+        if run is None and not self.replays_live(case):
+            run = self.recorded_run(case)
         resolved = self.models.resolved(case)
         here = resolved is not None
         return OracleInputs(
             model_here=here,
             missing_reason="" if here else self.models.missing_reason(case),
-            report=lambda: self.models.oracle_report(case),
+            report=lambda: self.models.oracle_report(case, run),
             model=resolved.model if resolved is not None else None,
         )
+
+    def replays_live(self, case: Case) -> bool:
+        """Whether any toolchain item of the case runs the tool in this session."""
+        return any(
+            self.toolchains.install(version) is not None
+            for stage in case.stages
+            for version in self.case_versions(case, stage)
+        )
+
+    def recorded_run(self, case: Case) -> dict[str, Any] | None:
+        """A recording of the case whose deployment all its recordings share (None: none
+        recorded, or they disagree and the case's own deployment stands)."""
+        from .oracle import case_deployment
+
+        runs = self.toolchains.case_runs(case.name)
+        keys = {json.dumps(case_deployment(case, run).key(), sort_keys=True) for run in runs}
+        return runs[0] if len(keys) == 1 else None
 
     def stage_inputs(self, case: Case, stage: str, version: str) -> StageInputs:
         """The install or the recording of ``version``, and how a live run is made."""

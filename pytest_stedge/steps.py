@@ -125,6 +125,15 @@ def oracle_result(case: Case, oracle: OracleInputs, row: ItemRow) -> Result:
     )
 
 
+def replays(stage: str, inputs: StageInputs) -> bool:
+    """Whether the stage replays its recording: no install, no model, or validate-target
+    without a board."""
+    if inputs.recording is None:
+        return False
+    no_board = stage == "validate-target" and not inputs.board_connected
+    return inputs.install is None or inputs.case is None or no_board
+
+
 def stage_result(
     case: Case, stage: str, version: str, inputs: StageInputs, row: ItemRow, run_stage: RunStage
 ) -> Result:
@@ -138,8 +147,7 @@ def stage_result(
         pytest.skip(inputs.missing_model_reason)
     if install is None and recording is None:
         pytest.skip(inputs.missing_tool_reason)
-    no_board = stage == "validate-target" and not inputs.board_connected
-    if recording is not None and (install is None or resolved is None or no_board):
+    if recording is not None and replays(stage, inputs):
         return _replay(recording, row)
     assert install is not None and resolved is not None
     try:

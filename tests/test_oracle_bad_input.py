@@ -26,8 +26,13 @@ def test_a_built_tflite_micro_model_has_the_real_floor(tmp_path: Path) -> None:
     path = micro_conv(tmp_path / "micro.tflite")
     n6 = analyze_model(path)
     assert n6["format"] == "tflite" and n6["lower_bound_bytes"] == 64 * 64 * 3 + 16
-    mcu = analyze_model(path, target="stm32h7")  # the 64x64x16 conv output is stored
-    assert mcu["lower_bound_bytes"] == 64 * 64 * 3 + 64 * 64 * 16
+    mcu = analyze_model(path, target="stm32h7")
+    # the runtime typically stores the 64x64x16 conv output (it fuses window pooling
+    # only) over its dying input; a kernel may accumulate the MEAN as the rows come and
+    # write the 16 B over the dying input, so the floor is the input alone
+    # the conv output is written over the dying input, then read by MEAN
+    assert mcu["expected_bytes"] == 64 * 64 * 16 + 16
+    assert mcu["lower_bound_bytes"] == 64 * 64 * 3
 
 
 def test_not_a_flatbuffer(tmp_path: Path) -> None:

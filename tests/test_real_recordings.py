@@ -201,3 +201,33 @@ def test_changes_page_lists_real_changes_largest_first(replayed: dict[str, Any],
     bug = Page(next((index.parent / "bugs").glob("n6-conv1x1-activations-4.0.0-*.html")))
     assert "https://github.com/Magnus3327/stm32n6-edge-ai-benchmarks/blob/" in " ".join(bug.links())
     assert "n6-micro-conv2d-1x1/devcloud 4.0.0 143,360 B 225 B" in bug.all_text()
+
+
+def test_replayed_runs_stand_beside_the_floor_of_their_own_deployment(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    """With the models found by hash, every replayed run has its floor, from the
+    deployment its command line states: no correct tool is below it."""
+    db = tmp_path / "results.duckdb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(REAL), "--stedge-db", str(db), "-p", "no:cacheprovider",
+         f"--rootdir={tmp_path}", "--stedge-report", "none", "-W", "default",
+         "--stedge-models", str(shared_dir / "real-cases")],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+        env={**__import__("os").environ, "STEDGEAI_CORE_DIR": str(tmp_path / "no-install")},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "deployed otherwise than its recordings" not in proc.stdout  # the cases say it
+    with Store.open(db, create=False) as store:
+        items = store.get_run(1)["items"]
+    ratios = {
+        (i["case_name"], i["version"]): i["metrics"]["activations_ratio"]
+        for i in items
+        if i["stage"] != "oracle" and "activations_ratio" in i["metrics"]
+    }
+    assert len(ratios) >= 45
+    assert min(ratios.values()) >= 1.0, {k: v for k, v in ratios.items() if v < 1}
+    # the N6 NPU floor of the 1x1 conv (input 12,288 B + output 32 B), not the software
+    # path's: 2.2.0 reaches it, 4.0.0 allocates 143,360 B (INDEX.md, the Developer Cloud logs)
+    assert ratios[("n6-micro-conv2d-1x1/devcloud", "2.2.0")] == 1.0
+    assert ratios[("n6-micro-conv2d-1x1/devcloud", "4.0.0")] == pytest.approx(143_360 / 12_320)

@@ -81,6 +81,25 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         "pytest_stedge/oracle/liveness.py",
         ["tests/test_oracle_liveness.py", "tests/test_oracle_memory.py"],
     ),
+    "floor": (
+        "pytest_stedge/oracle/floor.py",
+        ["tests/test_oracle_floor.py", "tests/test_oracle_floor_properties.py",
+         "tests/test_oracle_memory.py", "tests/test_oracle_tflite_types.py",
+         "tests/test_oracle_float_weights.py"],
+    ),
+    "opclass": (
+        "pytest_stedge/oracle/opclass.py",
+        ["tests/test_oracle_floor.py", "tests/test_oracle_floor_properties.py",
+         "tests/test_oracle_memory.py"],
+    ),
+    "cinfo_measure": (
+        "pytest_stedge/oracle/cinfo_measure.py",
+        ["tests/test_oracle_cinfo.py"],
+    ),
+    "pools": (
+        "pytest_stedge/oracle/pools.py",
+        ["tests/test_oracle_expected.py"],
+    ),
     "metrics": (
         "pytest_stedge/oracle/metrics.py",
         ["tests/test_oracle_metrics.py", "tests/test_oracle_metric_edges.py"],

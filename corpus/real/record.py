@@ -241,21 +241,60 @@ def case_toml(case: RealCase, model: dict[str, Any], runs: list[dict[str, Any]])
         f"markers = {_toml_value(list(case.markers))}",
         "model = " + _toml_value(model),
     ]
+    variants = sorted({r["case"].split("/", 1)[1] for r in runs if "/" in r["case"]})
+    if not variants:
+        options, profile = deployment_of(runs)
+        if options:
+            lines.append(f"options = {_toml_value(options)}")
+        lines.append(f"stages = {_toml_value(sorted({r['stage'] for r in runs}))}")
+        if profile is not None:
+            lines += ["", "[neural_art]  # as the recorded runs (the profile's file is not public)",
+                      f"profile = {_toml_value(profile)}"]
     if case.baseline:
         lines += ["", "[baseline]  # bands against the previous recorded version"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in sorted(case.baseline.items())]
-    variants = sorted({r["case"].split("/", 1)[1] for r in runs if "/" in r["case"]})
-    if not variants:
-        lines.append(f"stages = {_toml_value(sorted({r['stage'] for r in runs}))}")
     for variant in variants:
         mine = [r for r in runs if r["case"] == f"{case.name}/{variant}"]
+        options, profile = deployment_of(mine)
         lines += [
             "",
             f"[variants.{variant}]",
             f"description = {_toml_value(case.description + ': ' + case.variants[variant])}",
-            f"stages = {_toml_value(sorted({r['stage'] for r in mine}))}",
         ]
+        if options:
+            lines.append(f"options = {_toml_value(options)}")
+        lines.append(f"stages = {_toml_value(sorted({r['stage'] for r in mine}))}")
+        if profile is not None:
+            lines.append(f"neural_art = {_toml_value({'profile': profile})}")
     return "\n".join(lines) + "\n"
+
+
+# The options of a run's command line that decide how the model is deployed (what the
+# oracle's floor follows): the case states them, so it says what its recordings did.
+_DEPLOYMENT_FLAGS = ("--no-inputs-allocation", "--no-outputs-allocation")
+_DEPLOYMENT_VALUED = ("--input-data-type", "--output-data-type")
+
+
+def deployment_of(runs: list[dict[str, Any]]) -> tuple[list[str], str | None]:
+    """The deployment options every run shares, and the Neural-ART profile they used (the
+    one most runs name, the newest run's on a tie; None without --st-neural-art)."""
+    shared: list[str] | None = None
+    profiles: list[str] = []
+    for run in sorted(runs, key=lambda r: r["version"]):
+        words, kept = run["options"], []
+        for k, word in enumerate(words):
+            value = words[k + 1] if k + 1 < len(words) else ""
+            if word in _DEPLOYMENT_FLAGS:
+                kept.append(word)
+            elif word in _DEPLOYMENT_VALUED:
+                kept += [word, value]
+            elif word == "--st-neural-art":
+                profiles.append(value or "default")
+        shared = kept if shared is None else [w for w in shared if w in kept]
+    if not profiles:
+        return shared or [], None
+    best = max(profiles, key=lambda p: (profiles.count(p), max(i for i, q in enumerate(profiles) if q == p)))
+    return shared or [], best
 
 
 def build(shared: Path) -> dict[Path, str]:

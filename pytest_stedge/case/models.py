@@ -55,16 +55,17 @@ class ModelFacts:
             self._sha[resolved.model] = file_sha256(resolved.model)
         return self._sha[resolved.model]
 
-    def oracle_report(self, case: Case) -> dict[str, Any]:
+    def oracle_report(self, case: Case, run: dict[str, Any] | None = None) -> dict[str, Any]:
         """The oracle's analysis of the case's model as the case's target, options and
-        mpool deploy it; raises the OracleError it gave. Cached per (model, deployment)."""
+        mpool deploy it, or as the recorded ``run`` the case replays was deployed; raises
+        the OracleError it gave. Cached per (model, deployment)."""
         from ..oracle import case_deployment
 
         resolved = self.resolved(case)
         if resolved is None:
             raise OracleError(self.missing_reason(case))
         case = resolved
-        deployment = case_deployment(case)
+        deployment = case_deployment(case, run)
         key = json.dumps(deployment.key(), sort_keys=True)
         cached = self._oracle.get((case.model, key))
         if cached is None:

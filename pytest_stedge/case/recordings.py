@@ -65,6 +65,8 @@ def load_recordings(path: Path) -> list[dict[str, Any]]:
                 raise CaseError(path, f"{key}.{name}", "expected a non-empty string")
         if not isinstance(run["result"], dict) or not isinstance(run["provenance"], dict):
             raise CaseError(path, f"{key}.result", "expected the Result and provenance tables")
+        if not isinstance(run["options"], list) or not all(isinstance(o, str) for o in run["options"]):
+            raise CaseError(path, f"{key}.options", "expected the list of the run's options")
         out.append(
             {
                 "version": run["version"],
@@ -72,6 +74,7 @@ def load_recordings(path: Path) -> list[dict[str, Any]]:
                 "stage": run["stage"],
                 "model_sha256": run["model_sha256"],
                 "options_hash": run["options_hash"],
+                "options": list(run["options"]),  # the command line's (the oracle reads it)
                 "source": f"{path}#{key}",
                 "result": run["result"],
                 "provenance": run["provenance"],

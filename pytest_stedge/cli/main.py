@@ -56,10 +56,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value is itself a command line for the tool: ``--options --st-neural-art``
+# (argparse alone takes a lone ``--word`` for an option of ours and stops).
+PASSED_THROUGH = ("--options",)
+
+
+def attach_values(argv: Sequence[str]) -> list[str]:
+    """``--options X`` written as ``--options=X`` when X starts with a dash."""
+    out: list[str] = []
+    words = list(argv)
+    k = 0
+    while k < len(words):
+        word = words[k]
+        if word in PASSED_THROUGH and k + 1 < len(words) and words[k + 1].startswith("-"):
+            out.append(f"{word}={words[k + 1]}")
+            k += 2
+            continue
+        out.append(word)
+        k += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``stedge``; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(attach_values(sys.argv[1:] if argv is None else argv))
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -17,12 +17,16 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "oracle",
         help="What a model needs: facts and activation memory, independent of the tool",
         description="Facts (operators, quantized and float nodes, weights) and activation memory "
-        "as the target deploys it (the floor no correct tool beats, the expected figure of a "
-        "checked offset plan, the tensors at the peak) of an ONNX or TFLite model (an ST _OE_ "
-        "model with the _Q.json beside it). With --c-info, the tool's figure explained from its "
-        "own buffers in parts that add up exactly. Rules per target family: docs/oracle.md.",
-        epilog="examples:\n  stedge oracle model.tflite\n"
-        "  stedge oracle model.onnx --target stm32h7 --options '--no-inputs-allocation'\n"
+        "as the target deploys it (a floor by construction: the least any order, fusion and "
+        "in-place write the tool could choose holds; the expected figure of the typical "
+        "deployment, placed in the mpool's pools) of an ONNX or TFLite model (an ST _OE_ model "
+        "with the _Q.json beside it). With --c-info, the tool's figure measured from its own "
+        "named buffers, with one unexplained figure for what the parts do not account for. "
+        "Rules per target family: docs/oracle.md.",
+        epilog="examples:\n  stedge oracle model.tflite                      (the N6 NPU)\n"
+        "  stedge oracle model.tflite --target stm32n6 --options --st-neural-art\n"
+        "  stedge oracle model.tflite --target stm32n6     (software path: no --st-neural-art)\n"
+        "  stedge oracle model.onnx --target stm32h7 --options --no-inputs-allocation\n"
         "  stedge oracle model.onnx --target stm32n6 --mpool my.mpool\n"
         "  stedge oracle model.tflite --c-info st_ai_output/network_c_info.json\n"
         "  stedge oracle model.onnx --json > oracle.json\n"
@@ -32,16 +36,20 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("model", type=Path, help="ONNX or TFLite model (Keras: convert it first)")
     p.add_argument(
         "--target",
-        help="stedgeai --target (default stm32n6 with Neural-ART; stm32n6 alone with --options "
-        "that lack --st-neural-art is the software path)",
+        help="stedgeai --target, meaning what the tool means: without --target the oracle "
+        "models the N6 NPU (stm32n6 with --st-neural-art); --target stm32n6 alone is the "
+        "software path (stedgeai without --st-neural-art), add --options --st-neural-art or "
+        "--mpool for the NPU",
     )
     p.add_argument(
         "--options",
         action="append",
         default=[],
         metavar="OPTIONS",
-        help="stedgeai options as one string, e.g. '--st-neural-art --no-inputs-allocation' "
-        "(repeatable)",
+        help="stedgeai options: one option (--options --st-neural-art) or several as one "
+        "string ('--st-neural-art --no-inputs-allocation'); repeatable. Read: "
+        "--st-neural-art, --no-inputs-allocation, --no-outputs-allocation, "
+        "--input-data-type, --output-data-type, --memory-pool",
     )
     p.add_argument("--mpool", type=Path, help="N6 .mpool or MCU --memory-pool JSON")
     p.add_argument("--c-info", type=Path, help="the tool's network_c_info.json for this model")
@@ -151,7 +159,7 @@ def _oracle(args: argparse.Namespace) -> int:
         from pytest_stedge.oracle.deploy import deployment_options
 
         target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
-        options = deployment_options(words)
+        options = deployment_options(words, args.c_info.parent)
     report = analyze_model(
         args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
     )
@@ -174,8 +182,10 @@ def _oracle(args: argparse.Namespace) -> int:
         io.append("inputs outside")
     if not dep["outputs_in_activations"]:
         io.append("outputs outside")
+    default = " (no --target: the N6 NPU)" if target is None and not options else ""
+    print(f"deployment: {dep['meaning']}{default}")
     print(
-        f"deployment: {dep['target']} ({dep['family']}), alignment {dep['alignment']}"
+        f"  {dep['target']} ({dep['family']}), alignment {dep['alignment']}"
         + (f", {', '.join(io)} the activations" if io else "")
         + (f", mpool {dep['mpool']} ({_b(dep['onchip_bytes'])} on chip)" if dep["mpool"] else "")
     )
@@ -229,10 +239,23 @@ def _oracle(args: argparse.Namespace) -> int:
                     f"{pool['buffers']} buffers"
                 )
         print(f"  liveness of the tool's own buffers: {_b(explained['tool_bound_bytes'])}")
-        print(f"  reported activations {_b(explained['reported_bytes'])} =")
+        print(
+            f"  reported activations {_b(explained['reported_bytes'])}, measured at epoch "
+            f"{explained['epoch']} =")
         for part in explained["parts"]:
             if part["bytes"] or part["kind"] in ("model", "tool_tensors"):
                 print(f"    {part['bytes']:+,} B  {part['kind']}: {part['words']}")
+                named = part["buffers"]
+                if named:
+                    more = f" ... and {len(named) - 5} more" if len(named) > 5 else ""
+                    print(f"        {', '.join(named[:5])}{more}")
+        unexplained = explained["unexplained_bytes"]
+        print(f"    {unexplained:+,} B  UNEXPLAINED: what the parts above do not account for")
+        if explained["floor_tensors_missing"]:
+            print(
+                "        floor tensors the tool never holds together: "
+                + ", ".join(explained["floor_tensors_missing"][:5])
+            )
         print(f"  {explained['summary']}")
         if report.get("activations_ratio") is not None:
             print(f"  activations_ratio (reported / floor): {report['activations_ratio']:.3f}")

@@ -38,18 +38,40 @@ def analyze_model(
     return _analyze(path, details=details, target=target, options=options, mpool=mpool)
 
 
-def case_deployment(case: Case) -> Deployment:
-    """The deployment of a corpus case: its target, options, Neural-ART profile and mpool."""
-    from .deploy import deployment_for
+def case_deployment(case: Case, run: dict[str, Any] | None = None) -> Deployment:
+    """The deployment of a corpus case: its target, options, Neural-ART profile and mpool;
+    with ``run`` (a recording the case replays), the deployment that run's command line
+    states (its pool files are not public: the case's own, if any, stand for them)."""
+    from .deploy import deployment_for, run_options
 
-    options = list(case.options)
     mpool = None
     if case.neural_art is not None:
-        options.append("--st-neural-art")
         mpool = case.neural_art.mpool
     elif case.memory_pool is not None:
         mpool = case.memory_pool
+    if run is not None:
+        target, options = run_options(run)
+        return deployment_for(target or case.target, options, mpool)
+    options = list(case.options)
+    if case.neural_art is not None:
+        options.append("--st-neural-art")
     return deployment_for(case.target, options, mpool)
+
+
+def recorded_conflicts(case: Case, runs: list[dict[str, Any]]) -> list[str]:
+    """How the case's own deployment contradicts the command lines of its recordings: one
+    line per disagreeing recording (empty: they agree, or there are none)."""
+    from .deploy import deployment_differences
+
+    ours = case_deployment(case)
+    lines = []
+    for run in runs:
+        theirs = case_deployment(case, run)
+        differences = deployment_differences(ours, theirs)
+        if differences:
+            where = f"{run.get('version')} {run.get('stage')}"
+            lines.append(f"the recording of {where}: {'; '.join(differences)} (the case vs the run)")
+    return lines
 
 
 def analyze_deployed(path: Path | str, deployment: Deployment) -> dict[str, Any]:
@@ -67,4 +89,6 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
     return _explain(model, c_info)
 
 
-__all__ = ["analyze_deployed", "analyze_model", "case_deployment", "explain_c_info"]
+__all__ = [
+    "analyze_deployed", "analyze_model", "case_deployment", "explain_c_info", "recorded_conflicts"
+]

@@ -1,15 +1,10 @@
 """The tool's own buffers (``*_c_info.json``) side by side with the oracle.
 
-Reads ``memory_pools`` and ``buffers`` (offset, size, pool, ``epochs{start,end}``)
-and explains the reported activation figure from the liveness of the tool's OWN
-buffers (:mod:`.cinfo_parts`): signed parts that add up exactly to
-``memory_footprint.activations``, the only negative one being overlay.
-
-Counted pools are the writable ones (``rights == ACC_WRITE``) that are not
-unions of other pools (``subpools``) and not user-allocated I/O pools; this
-reproduces ``memory_footprint.activations`` on every sample in ../shared.
-Buffers that the tool aliases (same addresses, overlapping epochs: in-place
-operators) count once, so the tool's liveness bound never exceeds its pool.
+Reads ``memory_pools`` and ``buffers`` (offset, size, pool, ``epochs{start,end}``):
+virtual pools are mapped onto their member pools and parameters kept apart
+(:mod:`.cinfo_buffers`), and the reported activation figure is measured part by part
+from named buffers against the oracle's floor (:mod:`.cinfo_measure`), with one
+``unexplained`` figure for what the parts do not account for.
 """
 
 from __future__ import annotations
@@ -23,30 +18,19 @@ from typing import Any
 
 from pytest_stedge.errors import OracleError
 
-from .cinfo_buffers import ToolBuffer
+from .cinfo_buffers import ToolBuffer, address, counted_pools, read_buffers
+from .cinfo_measure import FloorTensors
 
 _EXTERNAL_NAME = re.compile(r"ext|sdram|hyper|psram|xspi|ospi|octo|flash", re.IGNORECASE)
 _EXTERNAL_BASE = 0x60000000  # FMC/OCTOSPI windows on STM32; internal SRAM sits below
-
-
-def _address(value: Any) -> int | None:
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        try:
-            return int(text, 16) if text.startswith("0x") else int(text)
-        except ValueError:
-            return None
-    return None
 
 
 def is_external(pool: dict[str, Any]) -> bool:
     """A pool in external RAM: by name, or by an address past internal SRAM."""
     if _EXTERNAL_NAME.search(str(pool.get("name", ""))):
         return True
-    address = _address(pool.get("address"))
-    return address is not None and address >= _EXTERNAL_BASE
+    start = address(pool.get("address"))
+    return start is not None and start >= _EXTERNAL_BASE
 
 
 def load_c_info(path: Path | str) -> dict[str, Any]:
@@ -71,65 +55,9 @@ def load_c_info(path: Path | str) -> dict[str, Any]:
     return data
 
 
-def _counted_pools(data: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        p
-        for p in data["memory_pools"]
-        if p.get("rights") == "ACC_WRITE" and not p.get("subpools") and not p.get("user_allocated")
-    ]
-
-
-def _kind(raw: dict[str, Any], scratch: bool, is_float: bool, has_16: bool) -> str:
-    name = str(raw.get("name", "")).lower()
-    flags = str(raw.get("flags", "")).upper()
-    if scratch:
-        return "scratch"
-    if "pad" in name:
-        return "pad_layers"
-    if "transpose" in name or "copy" in name:
-        return "copies"
-    if is_float and "INPUTS" not in flags and "OUTPUTS" not in flags:
-        return "float_conversions"
-    if has_16 and int(raw.get("nbits") or 8) == 16:
-        return "cut_16bit"
-    return "core"
-
-
 def tool_buffers(data: dict[str, Any], pools: dict[int, dict[str, Any]]) -> list[ToolBuffer]:
     """The tool's activation buffers in the counted pools, each with its kind."""
-    return _buffers(data, pools)
-
-
-def _buffers(data: dict[str, Any], pools: dict[int, dict[str, Any]]) -> list[ToolBuffer]:
-    raw = [b for b in data["buffers"] if not b.get("is_param") and b.get("mpool_id") in pools]
-    last = max((int((b.get("epochs") or {}).get("end", 0)) for b in raw), default=0)
-    formats = [str(b.get("format", "")) for b in raw]
-    has_int = any("FLOAT" not in f and f for f in formats)
-    # 16-bit tensors are a cut only in a network whose tensors are otherwise 8-bit.
-    has_16 = any(int(b.get("nbits") or 0) == 8 for b in raw)
-    out = []
-    for b in raw:
-        epochs = b.get("epochs") or {"start": 0, "end": last}
-        fmt = str(b.get("format", ""))
-        scratch = "SCRATCH" in str(b.get("flags", "")).upper() or "scratch" in str(
-            b.get("name", "")
-        ).lower()
-        # Float buffers are a cost only in a network that is otherwise integer.
-        is_float = has_int and "FLOAT" in fmt
-        out.append(
-            ToolBuffer(
-                name=str(b.get("name", b.get("id"))),
-                pool=int(b["mpool_id"]),
-                offset=int(b.get("offset_start") or 0),
-                size=int(b.get("size_bytes") or 0),
-                start=int(epochs.get("start", 0)),
-                end=int(epochs.get("end", last)),
-                scratch=scratch,
-                is_float=is_float,
-                kind=_kind(b, scratch, is_float, has_16),
-            )
-        )
-    return out
+    return read_buffers(data, pools)[0]
 
 
 def _signatures(data: dict[str, Any]) -> list[str]:
@@ -232,13 +160,15 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
         path (analysed with the target and options the c_info records), or None
         (then the explanation starts from the tool's own tensors).
     :returns: ``reported_bytes``, ``pools`` (per pool: used, liveness, address
-        union, external), ``tool_bound_bytes`` (liveness of the tool's buffers over
-        every counted pool, exact aliases once), ``oracle_lower_bound_bytes``,
-        ``pairing``, ``parts`` ([{kind, bytes, words}] adding up exactly to
-        ``reported_bytes``), ``external_bytes``, ``summary``, ``buffers``.
+        union, external), ``tool_bound_bytes`` (liveness of the tool's buffers, exact
+        aliases once), ``oracle_lower_bound_bytes``, ``pairing``, ``parts``
+        ([{kind, bytes, buffers, words}], each measured from named buffers),
+        ``unexplained_bytes`` (what the parts do not account for), ``clean``,
+        ``epoch`` (where the parts are measured), ``external_bytes``, ``summary``,
+        ``buffers``.
     :raises OracleError: unreadable c_info, or a c_info from another model.
     """
-    from .cinfo_parts import explain_parts
+    from .cinfo_measure import measure
 
     path = Path(c_info)
     data = load_c_info(path)
@@ -251,10 +181,10 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
 
         target, options = run_arguments(data)
         report = analyze_model(
-            model, target=target or "stm32n6", options=deployment_options(options)
+            model, target=target or "stm32n6", options=deployment_options(options, path.parent)
         )
-    pools = {int(p["id"]): p for p in _counted_pools(data)}
-    bufs = _buffers(data, pools)
+    pools = counted_pools(data)
+    bufs, params = read_buffers(data, pools)
     pairing = (
         check_pairing(report, data, path)
         if report
@@ -264,36 +194,39 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
     footprint = (data.get("memory_footprint") or {}).get("activations")
     reported = int(footprint) if isinstance(footprint, (int, float)) else sum(used.values())
     external = {pid for pid, p in pools.items() if is_external(p)}
-    floor = report.get("lower_bound_bytes") if report else None
-    explained = explain_parts(bufs, pools, used, external, reported, floor)
+    floor = _floor_tensors(report)
+    explained = measure(bufs, params, pools, used, external, reported, floor)
     parts = explained["parts"]
-    assert sum(p["bytes"] for p in parts) == reported
     big = sorted(
         (p for p in parts if p["kind"] != "model" and p["bytes"] > 0), key=lambda p: -p["bytes"]
     )
-    gap = reported - floor if floor is not None else None
+    floor_bytes = floor.bytes if floor else None
+    gap = reported - floor_bytes if floor_bytes is not None else None
     top = ", ".join(f"{p['kind']} {_fmt(p['bytes'])}" for p in big[:3]) or "nothing"
-    if floor is not None:
+    unexplained = explained["unexplained_bytes"]
+    tail = f"; unexplained {_fmt(unexplained)}" if unexplained else "; nothing unexplained"
+    if floor_bytes is not None:
         summary = (
-            f"reported {_fmt(reported)} vs the oracle's floor {_fmt(floor)}: gap {_fmt(gap or 0)}; "
-            f"largest parts: {top}"
+            f"reported {_fmt(reported)} vs the oracle's floor {_fmt(floor_bytes)}: gap "
+            f"{_fmt(gap or 0)}; largest parts: {top}{tail}"
         )
     else:
-        summary = (
-            f"reported {_fmt(reported)}; the tool's own buffers need {_fmt(explained['tool_bound'])} "
-            f"at their peak; largest parts: {top}"
-        )
+        summary = f"reported {_fmt(reported)}; largest parts: {top}{tail}"
     return {
         "c_info": str(path),
         "reported_bytes": reported,
-        "oracle_lower_bound_bytes": floor,
+        "oracle_lower_bound_bytes": floor_bytes,
         "gap_bytes": gap,
         "tool_bound_bytes": explained["tool_bound"],
         "external_bytes": sum(used[p] for p in external),
         "epochs": max((b.end for b in bufs), default=0) + 1,
+        "epoch": explained["epoch"],
         "pools": explained["pools"],
         "pairing": pairing,
         "parts": parts,
+        "unexplained_bytes": unexplained,
+        "floor_tensors_missing": explained["floor_tensors_missing"],
+        "clean": explained["clean"],
         "summary": summary,
         "buffers": [
             {
@@ -307,9 +240,27 @@ def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str
                 "scratch": b.scratch,
                 "float": b.is_float,
             }
-            for b in sorted(bufs, key=lambda b: (b.start, b.pool, b.offset))
+            for b in sorted(bufs + params, key=lambda b: (b.start, b.pool, b.offset))
         ],
     }
+
+
+def _floor_tensors(report: dict[str, Any] | None) -> FloorTensors | None:
+    """The floor of an oracle report: its value, tensors and in-place writes."""
+    if not report or report.get("lower_bound_bytes") is None:
+        return None
+    detail = report.get("floor") or {}
+    tensors = [
+        (str(t.get("name")), int(t.get("bytes") or 0))
+        for t in detail.get("tensors") or []
+        if t.get("bytes")
+    ]
+    return FloorTensors(
+        int(report["lower_bound_bytes"]),
+        tensors,
+        int(detail.get("saved_bytes") or 0),
+        tuple(detail.get("in_place") or ()),
+    )
 
 
 def _fmt(n: int) -> str:

@@ -41,6 +41,9 @@ class QdqInfo:
     quantized: set[int]
     float_nodes: list[int]
     int8_inputs: set[str] = field(default_factory=set)  # float graph inputs int8 on target
+    # Integer nodes with a learned parameter left in float (a PRelu slope outside the
+    # quantization): they run on integer buffers, in software on the N6.
+    software: set[int] = field(default_factory=set)
 
 
 _QUANT_TYPES = frozenset({2, 3, 4, 5})  # uint8, int8, uint16, int16
@@ -126,7 +129,9 @@ def classify(graph: Graph) -> QdqInfo:
 
     def float_weights(node: Node) -> bool:
         # A learned parameter fed as a float constant, not through DequantizeLinear (e.g. a
-        # PRelu slope left out of quantization): the operator cannot run as int8.
+        # PRelu slope left out of quantization): the operator still runs on the int8
+        # tensors its DQ/Q pairs give it (the N6 runs such PRelu in software epochs on S8
+        # and Q16 buffers, no FLOAT one), but not on the NPU's units.
         if node.op_type not in _WEIGHTED_OPS:
             return False
         for name in node.inputs:
@@ -156,7 +161,10 @@ def classify(graph: Graph) -> QdqInfo:
         # A float input that only reaches QuantizeLinear (through layout ops) is int8
         # on the target: stedgeai makes the network input int8.
         int8_inputs = {n for n in graph.inputs if ends_int8(n, int8_out, quantized)}
-        int8_in = forward(int8_inputs)
+        # An integer operator's outputs that end in int8 are int8 for their readers too
+        # (a PRelu with a float slope between a DQ and a MaxPool that a Q ends).
+        written = {o for q in quantized for o in nodes[q].outputs if o in int8_out}
+        int8_in = forward(int8_inputs | written)
         found = set(quantized)
         for node in compute:
             if node.op_type in Q_OPS | DQ_OPS:
@@ -166,7 +174,6 @@ def classify(graph: Graph) -> QdqInfo:
             if (
                 acts
                 and outs
-                and not float_weights(node)
                 and all(a in int8_in for a in acts)
                 and all(o in int8_out for o in outs)
             ):
@@ -177,7 +184,8 @@ def classify(graph: Graph) -> QdqInfo:
     float_nodes = [
         n.index for n in compute if n.op_type not in Q_OPS | DQ_OPS and n.index not in quantized
     ]
-    return QdqInfo(qdq, quantized, float_nodes, int8_inputs)
+    software = {i for i in quantized if float_weights(nodes[i])}
+    return QdqInfo(qdq, quantized, float_nodes, int8_inputs, software)
 
 
 def weights(graph: Graph) -> tuple[int, int]:

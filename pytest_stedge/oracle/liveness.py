@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .facts import QdqInfo
-from .graph import DQ_OPS, Q_OPS, Graph, elem_bytes, is_compute
+from .graph import DQ_OPS, Q_OPS, Graph, Node, elem_bytes, is_compute
 
 _INT8 = 3  # TensorProto.INT8
 _INT32 = 6
@@ -60,6 +60,8 @@ class Liveness:
     streamed: list[str] = field(default_factory=list)  # buffers the target never stores
     overlaid: list[tuple[str, str]] = field(default_factory=list)  # (output, input) pairs
     outside: list[str] = field(default_factory=list)  # I/O buffers outside the activations
+    inputs: list[str] = field(default_factory=list)  # the graph's input buffers as deployed
+    outputs: list[str] = field(default_factory=list)  # the graph's output buffers as deployed
 
     def resolved(self) -> list[Buffer]:
         """Buffers with a known size."""
@@ -95,8 +97,10 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo, *, int64_as_int32: bool = False
     nodes = graph.nodes
     const = graph.constants
     aliases = _Aliases()
-    # Deployed element type of the tensors stored in int8 (float inputs included).
-    dtype_of: dict[str, int] = dict.fromkeys(qdq.int8_inputs, _INT8)
+    # Deployed element type of the float tensors a QDQ model stores as integers (float
+    # inputs read by a QuantizeLinear included). A tensor the file already types as an
+    # integer or float16 (every TFLite tensor, an int16 QDQ tensor) keeps its own width.
+    dtype_of: dict[str, int] = {name: _input_type(graph, name) for name in qdq.int8_inputs}
     if int64_as_int32:  # no stedgeai runtime has int64 tensors: they become int32
         dtype_of.update(
             (name, _INT32) for name, info in graph.tensors.items() if info.dtype == _INT64
@@ -149,10 +153,13 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo, *, int64_as_int32: bool = False
             if o and (k == 0 or graph.consumers.get(o) or o in graph.outputs)
         ]
         if node.index in qdq.quantized and reads:
-            # An int8 operator's outputs are int8 like its inputs.
-            width = next((dtype_of[r] for r in reads if r in dtype_of), 0) or _INT8
+            # An integer operator's float-typed outputs take the type of its inputs.
+            width = next(
+                (t for t in (_deployed_type(graph, dtype_of, r) for r in reads) if t), _INT8
+            )
             for name in writes:
-                dtype_of.setdefault(name, width)
+                if graph.info(name).dtype in _FOLDED_TYPES:
+                    dtype_of.setdefault(name, width)
         if op in VIEW_OPS and reads and writes:
             aliases.union(writes[0], reads[0])
         steps.append(Step(node.name, op, reads, writes, node.index))
@@ -212,7 +219,46 @@ def analyze_liveness(graph: Graph, qdq: QdqInfo, *, int64_as_int32: bool = False
         buffers.append(Buffer(root, size, start.get(root, 0), end[root], groups[root]))
 
     root_of = {m: b.name for b in buffers for m in b.members}
-    return finish(Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of))
+    live = Liveness(buffers, steps, 0, 0, [], 0, unresolved, root_of)
+    live.inputs = list(dict.fromkeys(root_of.get(n, n) for n in graph.inputs))
+    live.outputs = list(dict.fromkeys(root_of.get(n, n) for n in graph.outputs if is_act(n)))
+    return finish(live)
+
+
+def step_node(graph: Graph, step: Step) -> Node:
+    """The graph node a step runs, or a node standing for a step the deployment adds (an
+    I/O type conversion)."""
+    if step.index >= 0:
+        return graph.nodes[step.index]
+    return Node(-1, step.node, step.op_type, list(step.reads), list(step.writes))
+
+
+_FOLDED_TYPES = frozenset({0, 1, 11})  # unknown, float32, float64: what QDQ folding retypes
+_INTEGER_TYPES = frozenset({2, 3, 4, 5, 6, 12})  # (u)int8, (u)int16, (u)int32
+
+
+def _input_type(graph: Graph, name: str) -> int:
+    """The deployed type of a graph input that a QDQ model quantizes: its own when the file
+    types it as an integer, else the type of the QuantizeLinear that reads it (int8 when
+    the quantization goes through layout operators first)."""
+    own = graph.info(name).dtype
+    if own not in _FOLDED_TYPES:
+        return own
+    for user in graph.consumers.get(name, []):
+        node = graph.nodes[user]
+        if node.op_type in Q_OPS:
+            found = graph.info(node.outputs[0]).dtype
+            if found in _INTEGER_TYPES:
+                return found
+    return _INT8
+
+
+def _deployed_type(graph: Graph, dtype_of: dict[str, int], name: str) -> int:
+    """The integer type a tensor is stored in, 0 when it is not stored as an integer."""
+    if name in dtype_of:
+        return dtype_of[name]
+    own = graph.info(name).dtype
+    return own if own in _INTEGER_TYPES else 0
 
 
 def finish(live: Liveness) -> Liveness:

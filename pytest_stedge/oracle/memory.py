@@ -7,25 +7,30 @@ from pathlib import Path
 from typing import Any
 
 from .deploy import Deployment, deployment_for
-from .deployed import deployed_liveness
+from .deployed import deployed
 from .facts import classify, op_counts, weights
 from .graph import Graph
 from .liveness import Liveness
 from .planner import Item, Plan, plan_offsets
+from .pools import PoolPlan, plan_pools
 
 
 def _aligned(size: int, alignment: int) -> int:
     return -(-size // alignment) * alignment if alignment > 1 else size
 
 
-def memory_plan(live: Liveness, alignment: int = 1) -> Plan:
-    """The best offset plan of the resolved buffers (sizes rounded up to ``alignment``),
-    checked against overlap."""
-    items = [
+def _items(live: Liveness, alignment: int = 1) -> list[Item]:
+    return [
         Item(b.name, _aligned(b.size, alignment), b.start, b.end)
         for b in live.resolved()
         if b.size and b.end >= b.start
     ]
+
+
+def memory_plan(live: Liveness, alignment: int = 1) -> Plan:
+    """The best offset plan of the resolved buffers (sizes rounded up to ``alignment``),
+    checked against overlap."""
+    items = _items(live, alignment)
     # Stop at the liveness bound of the (aligned) sizes: no plan can beat it.
     delta: dict[int, int] = {}
     for it in items:
@@ -43,24 +48,42 @@ def analyze_graph(
 ) -> dict[str, Any]:
     """The oracle report of an already built graph (see :func:`analyze_model`)."""
     qdq = classify(graph)
-    live = deployed_liveness(graph, qdq, deployment)
+    live, floor = deployed(graph, qdq, deployment)
     plan = memory_plan(live)
     alignment = deployment.alignment if deployment else 1
     aligned = all(b.size % alignment == 0 for b in live.resolved() if b.size)
     expected = plan if aligned else memory_plan(live, alignment)
+    # Buffers start at aligned offsets; the pool ends where its last buffer's bytes end
+    # (the 4.0.0 depthwise run: 12,288 + 3 = 12,291 B, not rounded to 12,296).
+    raw = {b.name: b.size or 0 for b in live.resolved()}
+    high_water = max((off + raw.get(n, 0) for n, off in expected.offsets.items()), default=0)
+    pooled: PoolPlan | None = None
+    if deployment is not None and deployment.pools:
+        pooled = plan_pools(_items(live), deployment.pools, alignment)
     params, weight_bytes = weights(graph)
     nodes = graph.nodes
     known = bool(live.resolved())
     sizes = {b.name: b.size for b in live.buffers}
+    floor_sizes = floor.sizes
     report: dict[str, Any] = {
         "model": str(graph.path) if graph.path else None,
         "format": graph.source,
         "deployment": deployment.describe() if deployment else None,
         "qdq": qdq.qdq,
-        "lower_bound_bytes": live.lower_bound if known else None,
-        "expected_bytes": expected.size if known else None,
+        "lower_bound_bytes": floor.bytes if known else None,
+        "expected_bytes": (pooled.size if pooled else high_water) if known else None,
+        "expected_pools": pooled.pools if pooled else None,
+        "expected_overflow": pooled.overflow if pooled else [],
         "plan_bytes": plan.size if known else None,
         "plan_strategy": plan.strategy,
+        "typical_bound_bytes": live.lower_bound if known else None,
+        "floor": {
+            "where": floor.where,
+            "tensors": [{"name": n, "bytes": floor_sizes.get(n)} for n in floor.tensors],
+            "fused": floor.fused,
+            "in_place": floor.in_place,
+            "saved_bytes": floor.saved_bytes,
+        },
         "peak": [{"name": n, "bytes": sizes.get(n)} for n in live.peak],
         "streamed_tensors": live.streamed,
         "overlaid": [{"output": o, "input": i} for o, i in live.overlaid],
@@ -72,6 +95,9 @@ def analyze_graph(
         "peak_tensors": live.peak,
         "float_nodes": [
             {"name": nodes[i].name, "op_type": nodes[i].op_type} for i in qdq.float_nodes
+        ],
+        "software_nodes": [
+            {"name": nodes[i].name, "op_type": nodes[i].op_type} for i in sorted(qdq.software)
         ],
         "quantized_nodes": len(qdq.quantized),
         "params": params,

@@ -44,10 +44,13 @@ class RealPair:
     activations: int
     tolerance: int  # bytes of rounding in the figure (0 when exact)
     c_infos: list[Path] = field(default_factory=list)  # c_info files with buffers
+    folder: Path | None = None  # the run's folder (pool files named by the run are there)
 
     @property
     def label(self) -> str:
         """``case/model@run`` as the rules cite it."""
+        if self.run == ".":  # a public-runs folder is one run with its model beside it
+            return f"{self.case}/{self.model.name}"
         return f"{self.case}/{self.model.name}@{self.run}"
 
 
@@ -134,6 +137,7 @@ def real_pairs(root: Path) -> list[RealPair]:
                     activations=figure,
                     tolerance=0 if exact else _ROUNDED_TOLERANCE,
                     c_infos=[p for p in files if p.suffix == ".json" and _has_buffers(p)],
+                    folder=folder,
                 )
             )
     return pairs
@@ -155,7 +159,9 @@ def pair_row(pair: RealPair) -> dict[str, Any]:
     """The oracle's figures for one pair: floor, expected, the tool's figure, the ratio."""
     from .memory import analyze_model
 
-    report = analyze_model(pair.model, target=pair.target, options=deployment_options(pair.options))
+    report = analyze_model(
+        pair.model, target=pair.target, options=deployment_options(pair.options, pair.folder)
+    )
     floor = report["lower_bound_bytes"]
     return {
         "pair": pair.label,

@@ -11,7 +11,9 @@ show; a tool that materialises the tensor anyway is above the floor, never below
 
 from __future__ import annotations
 
+from .floor import Capabilities
 from .graph import Graph, Node
+from .opclass import CONVOLUTIONS, DENSE, POOLS, overlay_mode
 
 ALIGNMENT = 8  # every N6 pool of every real c_info has alignment 8
 
@@ -114,6 +116,56 @@ RULES: list[tuple[str, str, list[str]]] = [
     ),
 ]
 
+# What the admissible floor assumes the N6 may do wherever it is legal, and the one
+# relaxation it does not take (docs/oracle.md prints them): (id, text, evidence).
+FLOOR: list[tuple[str, str, list[str]]] = [
+    (
+        "n6-any-order-and-streams",
+        (
+            "Any topological order (as for the MCU) and every stream chain of the rules "
+            "above wherever it is legal, whether or not the tool takes it (the typical "
+            "deployment streams only when it costs no more than storing)."
+        ),
+        [],
+    ),
+    (
+        "n6-integer-qdq",
+        (
+            "Every node of a QDQ region runs on integer tensors, a node whose learned "
+            "parameter stayed float (a per-channel PRelu slope left out of quantization) "
+            "included: the tool runs such PReLUs in software epochs on S8 and Q16 buffers, "
+            "never FLOAT ones (seen on a public run not held here; the corpus's "
+            "mtcnn-rnet model_prelu_float.onnx has the shape)."
+        ),
+        [],
+    ),
+    (
+        "n6-elementwise-in-place",
+        (
+            "Element-wise operators, conversions, copies and concatenations may write over a "
+            "dying input (the tool transposes its input in place: Input_0_out_0 and "
+            "Transpose_1_out_0 share their addresses; float nodes run the MCU runtime's "
+            "kernels, with its in-place writes and fusions)."
+        ),
+        ["n6-mobilenetv1-cubemx/mobilenetv1_a025_224_fft_int8.tflite@2.2.0-cubemx"],
+    ),
+    (
+        "n6-units-keep-their-input (relaxation not taken)",
+        (
+            "A convolution, pooling or dense unit never writes its output over its own "
+            "input: its input and output DMA streams run together, no N6 c_info in "
+            "../shared has an epoch output sharing addresses with its input, and the micro "
+            "convolutions allocate input + output exactly on 24 runs of 2.2.0 and 4.0.0. "
+            "Assuming it would lower those 24 floors to the input alone (12,288 B) for a "
+            "layout the tool has never used."
+        ),
+        [
+            "n6-micro-convs-4flows/baseline_conv2d_3x3_int8.tflite@conv2d_3x3/4.0.0-aistudio",
+            "n6-micro-convs-4flows/baseline_conv2d_pool_int8.tflite@conv2d_pool/2.2.0-devcloud",
+        ],
+    ),
+]
+
 
 def streams(graph: Graph, producer: Node, consumers: list[Node], quantized: set[int]) -> bool:
     """Whether the producer's output streams into every consumer (never stored)."""
@@ -126,3 +178,30 @@ def streams(graph: Graph, producer: Node, consumers: list[Node], quantized: set[
     if producer.op_type not in STREAM_PRODUCERS:
         return False
     return all(c.op_type in STREAM_CONSUMERS for c in consumers)
+
+
+def floor_capabilities(graph: Graph, integer: set[int]) -> Capabilities:
+    """What the N6 may do, for the admissible floor. Integer nodes (every node of a QDQ
+    region, float-parameter ones included: the tool may run them in integer) stream as
+    :func:`streams` says; element-wise operators, conversions and concatenations may
+    write over a dying input; convolutions, pooling and dense units never do (their
+    input and output DMA streams run together: every N6 c_info in ../shared keeps an
+    epoch's input and output apart, and the micro convolutions allocate input + output
+    exactly). Float nodes run in software on the Cortex-M55 with the MCU runtime's
+    kernels, so the MCU classes apply to them."""
+    from .rules_mcu import software_fuses
+
+    def fuses(producer: Node, consumers: list[Node]) -> bool:
+        nodes = [producer, *consumers]
+        if all(n.index in integer for n in nodes):
+            return streams(graph, producer, consumers, integer)
+        if not any(n.index in integer for n in nodes):
+            return software_fuses(producer, consumers)
+        return False
+
+    def overlay(node: Node) -> tuple[str, int | None]:
+        if node.index in integer and node.op_type in CONVOLUTIONS | POOLS | DENSE:
+            return "none", None
+        return overlay_mode(graph, node)
+
+    return Capabilities(fuses=fuses, overlay=overlay)

@@ -8,9 +8,9 @@ inputs, dense layers not overlaid. What the N6 software path adds is in RULES.
 from __future__ import annotations
 
 from .graph import Graph, Node
-from .rules_mcu import ALIGNMENT, overlays
+from .rules_mcu import ALIGNMENT, FLOOR, overlays
 
-__all__ = ["ALIGNMENT", "RULES", "Graph", "Node", "overlays"]
+__all__ = ["ALIGNMENT", "FLOOR", "RULES", "Graph", "Node", "overlays"]
 
 RULES: list[tuple[str, str, list[str]]] = [
     (

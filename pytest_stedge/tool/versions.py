@@ -28,6 +28,7 @@ class Toolchains:
         # recording for every case made collecting a replayed corpus quadratic in its size
         self._corpus_versions: dict[tuple[str, str], list[str]] = {}
         self._stored_versions: dict[tuple[str, str], list[str]] = {}
+        self._case_runs: dict[str, list[tuple[str, str, str]]] = {}  # case -> its keys
 
     def setup(
         self,
@@ -89,12 +90,26 @@ class Toolchains:
         """Versions the store holds a recording (``stedge ingest``) of for this case and stage."""
         return set(self._stored_versions.get((case_name, stage), ()))
 
+    def case_runs(self, case_name: str) -> list[dict[str, Any]]:
+        """Every recording of ``case_name`` (any stage and version, the store's first), not
+        copied: what its command lines state, for the oracle's deployment."""
+        runs = []
+        for key in self._case_runs.get(case_name, ()):
+            run = self.recordings.get(key) or self.corpus.get(key)
+            if run is not None:
+                runs.append(run)
+        return runs
+
     def _index_versions(self) -> None:
+        self._case_runs.clear()
         for recordings, index in ((self.corpus, self._corpus_versions),
                                   (self.recordings, self._stored_versions)):
             index.clear()
             for version, case_name, stage in recordings:
                 index.setdefault((case_name, stage), []).append(version)
+                keys = self._case_runs.setdefault(case_name, [])
+                if (version, case_name, stage) not in keys:
+                    keys.append((version, case_name, stage))
 
     def previous_recording(self, case_name: str, stage: str, version: str) -> dict[str, Any] | None:
         """The corpus recording of the newest version before ``version`` (a copy), if any:

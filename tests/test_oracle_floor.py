@@ -1,0 +1,133 @@
+"""The admissible floor on small graphs whose figures are counted by hand.
+
+Float [1, w] tensors (4 bytes per element) on an MCU target (the software runtime: every
+legal in-place write, activations fused into the layer before). A dense layer (MatMul on
+one row) keeps its input beside its output; an element-wise operator may write over an
+input that dies there. Each expected figure is worked out beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_stedge.oracle.deploy import deployment_for
+from pytest_stedge.oracle.graph import build_graph
+from pytest_stedge.oracle.memory import analyze_graph
+
+
+def _floor(nodes: list[Any], inputs: dict[str, int], outputs: dict[str, int],
+           weights: dict[str, tuple[int, int]], target: str = "stm32h7") -> dict[str, Any]:
+    inits = [numpy_helper.from_array(np.ones(shape, np.float32), name) for name, shape in weights.items()]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, w]) for n, w in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, w]) for n, w in outputs.items()],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    report = analyze_graph(build_graph(model), deployment=deployment_for(target))
+    return dict(report)
+
+
+def test_a_skip_tensor_passing_a_dense_layer_is_counted_there() -> None:
+    # x (8 floats, 32 B) -> relu -> a (32 B) -> mm1 -> m (32 floats, 128 B) -> mm2 -> n (32 B);
+    # y = add(n, x). x is read by add, a descendant of both dense layers: every order
+    # holds it while they run. mm1: x + a + m = 192; mm2: x + m + n = 192; add writes y
+    # over n: 64.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("MatMul", ["a", "w1"], ["m"], name="mm1"),
+        helper.make_node("MatMul", ["m", "w2"], ["n"], name="mm2"),
+        helper.make_node("Add", ["n", "x"], ["y"], name="add"),
+    ]
+    r = _floor(nodes, {"x": 8}, {"y": 8}, {"w1": (8, 32), "w2": (32, 8)})
+    assert r["lower_bound_bytes"] == 32 + 32 + 128 == 192
+    assert r["floor"]["where"] == "mm1"
+    assert {t["name"]: t["bytes"] for t in r["floor"]["tensors"]} == {"x": 32, "a": 32, "m": 128}
+
+
+def test_a_graph_output_made_early_stays_to_the_end() -> None:
+    # x (32 B) -> relu -> o (32 B, a graph output) -> mm1 -> m (128 B) -> mm2 -> y (32 B).
+    # o is kept to the end: at mm2, o + m + y = 192 (mm1: o + m = 160; relu in place: 32).
+    nodes = [
+        helper.make_node("Relu", ["x"], ["o"], name="relu"),
+        helper.make_node("MatMul", ["o", "w1"], ["m"], name="mm1"),
+        helper.make_node("MatMul", ["m", "w2"], ["y"], name="mm2"),
+    ]
+    r = _floor(nodes, {"x": 8}, {"o": 8, "y": 8}, {"w1": (8, 32), "w2": (32, 8)})
+    assert r["lower_bound_bytes"] == 32 + 128 + 32 == 192
+    assert r["floor"]["where"] == "mm2"
+
+
+def test_an_independent_branch_is_not_counted() -> None:
+    # x (32 B) feeds relu -> r (32 B) and mm -> m (128 B); y = concat(r, m) (160 B).
+    # An order may run mm before relu: at mm only x + m = 160 are forced; the concat
+    # writes r and m in place into y: 160. The file's order holds r through mm (192) and
+    # the typical runtime stores y beside r and m: 320.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+        helper.make_node("Concat", ["r", "m"], ["y"], axis=1, name="cat"),
+    ]
+    r = _floor(nodes, {"x": 8}, {"y": 40}, {"w": (8, 32)})
+    assert r["typical_bound_bytes"] == 32 + 128 + 160 == 320
+    assert r["lower_bound_bytes"] == 160
+
+
+def test_inputs_at_the_start_and_outputs_at_the_end() -> None:
+    # two inputs (64 B each) added into one 64 B output in place: every step holds 128 B,
+    # and so does the start (both inputs given before anything runs)
+    nodes = [helper.make_node("Add", ["p", "q"], ["y"], name="add")]
+    r = _floor(nodes, {"p": 16, "q": 16}, {"y": 16}, {})
+    assert r["lower_bound_bytes"] == 128
+    # three outputs of one 32 B input: they all exist at the end, 3 x 32 = 96 (the last
+    # relu writes its output over the input it is the last to read)
+    nodes = [helper.make_node("Relu", ["x"], [f"o{k}"], name=f"r{k}") for k in range(3)]
+    r = _floor(nodes, {"x": 8}, {f"o{k}": 8 for k in range(3)}, {})
+    assert r["lower_bound_bytes"] == 96
+
+
+def test_the_inputs_given_before_anything_runs() -> None:
+    # p and q (64 B each) each shrink to 4 B by a dense layer: mm1 holds p + a = 68, mm2
+    # q + b = 68, and no order holds both inputs at a dense layer... but both are given
+    # before the first operator runs: 128, at the start
+    nodes = [helper.make_node("MatMul", ["p", "w1"], ["a"], name="mm1"),
+             helper.make_node("MatMul", ["q", "w2"], ["b"], name="mm2")]
+    r = _floor(nodes, {"p": 16, "q": 16}, {"a": 1, "b": 1}, {"w1": (16, 1), "w2": (16, 1)})
+    assert r["lower_bound_bytes"] == 128
+    assert r["floor"]["where"] == "inputs at the start"
+
+
+def test_the_outputs_all_there_at_the_end() -> None:
+    # x (4 B) grows to two 64 B outputs by two dense layers: each holds x + its output
+    # (68 B; the other branch may run later), but both outputs exist at the end: 128
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["o1"], name="mm1"),
+             helper.make_node("MatMul", ["x", "w2"], ["o2"], name="mm2")]
+    r = _floor(nodes, {"x": 1}, {"o1": 16, "o2": 16}, {"w1": (1, 16), "w2": (1, 16)})
+    assert r["lower_bound_bytes"] == 128
+    assert r["floor"]["where"] == "outputs at the end"
+
+
+def test_a_dense_layer_on_several_rows_runs_in_place_on_one_row_does_not() -> None:
+    from onnx import TensorProto as T
+
+    def dense(rows: int, width: int) -> dict[str, Any]:
+        w = numpy_helper.from_array(np.ones((width, width), np.float32), "w")
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+            [helper.make_tensor_value_info("x", T.FLOAT, [rows, width])],
+            [helper.make_tensor_value_info("y", T.FLOAT, [rows, width])], [w],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        return dict(analyze_graph(build_graph(model), deployment=deployment_for("stm32h7")))
+
+    # one row of 32 floats: every output reads the whole row, input and output coexist
+    assert dense(1, 32)["lower_bound_bytes"] == 128 + 128
+    # 4 rows of 8: row i of the output reads row i of the input only, and may be written
+    # over it once read: the 128 B input becomes the 128 B output in place
+    assert dense(4, 8)["lower_bound_bytes"] == 128
