@@ -211,7 +211,25 @@ class StedgeItem(pytest.Item):
         verdict = judge_item(case, stage, version, result, row, gate)
         if version is not None:
             state.baselines.remember(case.name, stage, version, row)
+            if verdict.failed and not row.recorded and self.config.getoption("stedge_bisect"):
+                self._bisect(inputs, result, oracle)
         self._conclude(verdict, gate, row, result)
+
+    def _bisect(self, inputs: Any, result: Result, oracle: Any) -> None:
+        """--stedge-bisect: which options make this failing stage fail (into the Result)."""
+        from .bisect.search import bisect_stage
+
+        install, version = inputs.install, self.version
+        if install is None or version is None:
+            return
+
+        def run(variant: Case, workdir: Path) -> Result:
+            return self._run_stage(variant, install, workdir, inputs.timeout,
+                                   inputs.board_desc).result
+
+        report = bisect_stage(self.case, self.stage, version, run, inputs.workdir / "bisect",
+                              install_root=install.root)
+        result["bisect"] = report.to_json()
 
     def _run_stage(
         self, case: Case, install: Install, workdir: Path, timeout: float, board_desc: str | None
@@ -235,6 +253,10 @@ class StedgeItem(pytest.Item):
                 parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
             message = "\n\n".join(parts)
             summary = verdict.summary_lines() + [f"recorded error: {e}" for e in errors]
+            if isinstance(result.get("bisect"), dict):
+                found = f"bisect (--stedge-bisect): {result['bisect']['verdict']}"
+                message += f"\n{found}"
+                summary.append(found)
             if self.stage == "validate-target":  # where a per-layer search saw it start
                 from .board.plugin import divergence_lines
 

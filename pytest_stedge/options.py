@@ -151,6 +151,15 @@ def add_gate_options(addoption: AddOption) -> None:
         help="Also fail on improvements beyond the band (the expectations need updating)",
     )
     addoption(
+        "--stedge-bisect",
+        dest="stedge_bisect",
+        action="store_true",
+        default=False,
+        help="When a stage fails, re-run it with subsets of the compiler options of the "
+        "case's Neural-ART profile and of the case (delta debugging) and name the smallest "
+        "set that makes it fail (as stedge bisect); slow",
+    )
+    addoption(
         "--stedge-update",
         dest="stedge_update",
         action="store_true",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_stedge"
-WINGS = ["board", "board/sim", "bugs", "case", "cli", "oracle", "parsers", "report", "store", "tool",
-         "verdict"]
+WINGS = ["bisect", "board", "board/sim", "bugreport", "bugs", "case", "cli", "oracle", "parsers",
+         "report", "store", "tool", "verdict"]
 # The pytest flow: what stays at the top of the package (DESIGN.md section 2).
 FLOW = {
     "plugin", "options", "hookspecs", "defaults", "items", "steps", "session", "state", "result",

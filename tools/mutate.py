@@ -74,6 +74,9 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         "pytest_stedge/bugs/registry.py",
         ["tests/test_bugs.py", "tests/test_bug_edges.py"],
     ),
+    "ddmin": ("pytest_stedge/bisect/ddmin.py", ["tests/test_bisect_units.py"]),
+    "bisect_options": ("pytest_stedge/bisect/options.py", ["tests/test_bisect_units.py"]),
+    "epoch_layout": ("pytest_stedge/oracle/epoch_layout.py", ["tests/test_epoch_layout.py"]),
     "liveness": (
         "pytest_stedge/oracle/liveness.py",
         ["tests/test_oracle_liveness.py", "tests/test_oracle_memory.py"],

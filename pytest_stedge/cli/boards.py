@@ -45,6 +45,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
                "  stedge board-run model.onnx --board serial:/dev/ttyACM0:921600 --per-layer "
                "--out dump.npz\n"
                "  stedge board-run corpus/kws/case.toml --board auto --out kws.npz\n"
+               "  stedge board-run model.tflite --board serial:921600 --per-layer --out n6.npz "
+               "--c-info st_ai_output/network_c_info.json\n"
                "  stedge diverge model.onnx dump.npz")
     r.add_argument("model", metavar="MODEL_OR_CASE", help="ONNX model, or a case.toml (or its "
                    "folder) naming the model and the network's C name")
@@ -57,6 +59,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--seed", type=int, default=42, help="stimulus seed (default 42)")
     r.add_argument("--name", help="expected network C name on the board")
     r.add_argument("--signature", help="expected network signature (c_info.json 'signature')")
+    r.add_argument("--c-info", type=Path, metavar="JSON",
+                   help="N6: the network_c_info.json generate wrote for the network on the "
+                        "board; recorded in the dump, so that `stedge diverge` maps its epochs")
     _link_options(r)
     r.set_defaults(handler=cmd_board_run)
 
@@ -188,7 +193,8 @@ class DumpInfo:
 def run_dump(model: Path | str, board: BoardSpec | str, *, out: Path,
              per_layer: bool = False, inputs: Path | None = None, seed: int = 42,
              name: str | None = None, signature: str | None = None, baud: int | None = None,
-             header_bytes: int = 2, timeout: float = DEFAULT_OP_TIMEOUT) -> DumpInfo:
+             header_bytes: int = 2, timeout: float = DEFAULT_OP_TIMEOUT,
+             c_info: Path | None = None) -> DumpInfo:
     """Run one sample on a board and write ``out`` (.npz keyed by tensor name) and its
     ``.json`` sidecar; prints nothing.
 
@@ -202,6 +208,7 @@ def run_dump(model: Path | str, board: BoardSpec | str, *, out: Path,
     :param baud: baud rate for a serial spec that gives none.
     :param header_bytes: packet header width of the firmware (2: stedgeai >= 2.2, 1: older).
     :param timeout: seconds of silence allowed during the inference.
+    :param c_info: the N6 compilation's ``network_c_info.json``, recorded in the sidecar.
     :raises BoardError: (a subclass naming what went wrong) when the board fails.
     """
     import numpy as np
@@ -246,6 +253,7 @@ def run_dump(model: Path | str, board: BoardSpec | str, *, out: Path,
         "schema": DUMP_SCHEMA, "model": str(model), "board": client.where,
         "device": sysinfo.device, "network": net.name, "signature": net.signature,
         "mode": mode, "seed": seed,
+        **({"c_info": str(c_info.resolve())} if c_info is not None else {}),
         "inputs": in_names, "outputs": out_names, "duration_ms": result.duration_ms,
         "quant": {qname: [d.scale, d.zero_point] for qname, d in
                   [*zip(in_names, net.inputs), *zip(out_names, result.output_descs.values())]
@@ -264,17 +272,43 @@ def run_dump(model: Path | str, board: BoardSpec | str, *, out: Path,
 
 def cmd_board_run(args: argparse.Namespace) -> int:
     """Run one sample and write the dump and its JSON sidecar (see :func:`run_dump`)."""
+    if args.c_info is not None and not args.c_info.is_file():
+        from pytest_stedge.errors import StedgeError
+
+        raise StedgeError(f"--c-info {args.c_info}: no such file (give the network_c_info.json "
+                          "that generate wrote)")
     info = run_dump(args.model, args.board, out=args.out, per_layer=args.per_layer,
                     inputs=args.inputs, seed=args.seed, name=args.name,
                     signature=args.signature, baud=args.baud, header_bytes=args.header_bytes,
-                    timeout=args.timeout)
+                    timeout=args.timeout, c_info=args.c_info)
     meta = info.meta
     print(f"{meta['board']}: network {meta['network']!r}, {len(info.nodes)} node(s), "
           f"{meta['duration_ms']:.3f} ms on the board")
     print(f"wrote {info.path} ({info.arrays} arrays) and {info.sidecar}")
-    if args.per_layer:
-        print(f"next: stedge diverge {meta['model']} {info.path}")
+    for line in next_steps(meta, info.path):
+        print(line)
     return 0
+
+
+def next_steps(meta: dict[str, Any], dump: Path) -> list[str]:
+    """What to run next on a dump: ``next:`` lines only for commands that work as printed
+    (the dump's model and, for N6 epoch records, the c_info it recorded), else a note."""
+    import shlex
+
+    model = shlex.quote(str(meta["model"]))
+    where = shlex.quote(str(dump))
+    nodes = meta.get("nodes") or []
+    epochs = any(str(n.get("name", "")).startswith("epoch_") for n in nodes)
+    if meta.get("c_info"):
+        return [f"next: stedge diverge {model} {where}"]
+    if epochs:
+        return [("note: the board reports epochs (an N6): `stedge diverge` maps them through "
+                 "the compilation's network_c_info.json: run board-run with --c-info FILE, or "
+                 f"stedge diverge {model} {where} --c-info FILE")]
+    if nodes and not str(meta["model"]).lower().endswith(".onnx"):
+        return [(f"note: node records are compared on an ONNX model; {meta['model']} is not "
+                 "one")]
+    return [f"next: stedge diverge {model} {where}"]
 
 
 def _onnx_io_names(model: Path) -> tuple[dict[str, bool], dict[str, bool]]:

@@ -1,4 +1,4 @@
-"""``stedge oracle``, ``stedge reference``, ``stedge metrics`` and ``stedge diverge``."""
+"""``stedge oracle``, ``stedge reference`` and ``stedge metrics`` (``stedge diverge``: cli/diverge.py)."""
 
 from __future__ import annotations
 
@@ -120,31 +120,6 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_metrics)
-
-    p = subparsers.add_parser(
-        "diverge",
-        help="Name the first node whose output leaves the tolerance in a per-node dump",
-        description="Runs the reference with every intermediate tensor exposed on the dump's input "
-        "and compares, in execution order, each node output present in DUMP.npz (tensor or node "
-        "name -> array, as a per-layer board run gives).",
-        epilog="examples:\n  stedge diverge model.onnx layers.npz\n"
-        "  stedge diverge model.onnx layers.npz --min-cos 0.999 --max-l2r 0.05 --json\n"
-        "  stedge diverge model.tflite n6-dump.npz --c-info st_ai_output/network_c_info.json",
-        formatter_class=fmt,
-    )
-    p.add_argument("model", type=Path, help="ONNX model (with --c-info: .onnx or .tflite)")
-    p.add_argument("dump", type=Path, help="npz of per-node outputs (and the input)")
-    p.add_argument("--c-info", type=Path, metavar="JSON",
-                   help="the network_c_info.json of the N6 compilation: map the dump's epoch "
-                        "records through its epochs and buffers and name the first diverging "
-                        "epoch (the *_OE_*.onnx and _Q.json beside it are used when present)")
-    p.add_argument("--oe-model", type=Path, help="the tool's *_OE_*.onnx (default: beside "
-                   "--c-info)")
-    p.add_argument("--q-json", type=Path, help="its *_OE_*_Q.json (default: beside --c-info)")
-    p.add_argument("--min-cos", type=float, default=0.99, help="tolerance on cos (default 0.99)")
-    p.add_argument("--max-l2r", type=float, help="tolerance on l2r (default: none)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.set_defaults(handler=_diverge)
 
 
 def _jsonable(value: Any) -> Any:
@@ -392,64 +367,3 @@ def _dequantization(
         )
     zero_point = stated.zero_point if args.zero_point is None else args.zero_point
     return stated.scale, zero_point, stated.source
-
-
-def _diverge(args: argparse.Namespace) -> int:
-    if args.c_info:
-        return _diverge_epochs(args)
-    from pytest_stedge.oracle.divergence import diverge
-
-    result = diverge(args.model, args.dump, min_cos=args.min_cos, max_l2r=args.max_l2r)
-    if args.json:
-        _dump(result)
-        return 1 if result["first_divergent"] else 0
-    print(f"input: {result['input_source']}")
-    print(f"{'node':<40}{'op':<18}{'cos':>12}{'l2r':>12}")
-    for row in result["rows"]:
-        mark = "" if row["ok"] else "  <-- first divergent"
-        print(
-            f"{row['node'][:39]:<40}{row['op_type'][:17]:<18}{row['cos']:>12.6f}{row['l2r']:>12.6f}{mark}"
-        )
-    if result["unmatched"]:
-        print(
-            f"{len(result['unmatched'])} dump key(s) not in the model: {', '.join(result['unmatched'][:5])}"
-        )
-    first = result["first_divergent"]
-    if first:
-        print(f"first divergent node: {first['node']} ({first['op_type']}), cos {first['cos']:.6f}")
-        return 1
-    print(f"no node leaves the tolerance ({result['compared']} compared)")
-    return 0
-
-
-def _diverge_epochs(args: argparse.Namespace) -> int:
-    from pytest_stedge.oracle.epoch_compare import diverge_epochs
-
-    result = diverge_epochs(args.model, args.dump, args.c_info, oe_model=args.oe_model,
-                            q_json=args.q_json, min_cos=args.min_cos, max_l2r=args.max_l2r)
-    first = result["first_divergent"]
-    if args.json:
-        _dump(result)
-        return 1 if first else 0
-    print(f"reference: {result['reference']} on the dump's input; {result['naming']}")
-    for note in result["notes"]:
-        print(f"  {note}")
-    print(f"{'epoch':<11}{'kind':<8}{'buffer':<36}{'model tensor':<34}{'cos':>10}{'l2r':>10}")
-    for row in result["rows"]:
-        mark = "" if row["ok"] else "  <-- diverges"
-        print(f"{row['epoch'][:10]:<11}{str(row['kind'])[:7]:<8}{row['buffer'][:35]:<36}"
-              f"{str(row['tensor'])[:33]:<34}{row['cos']:>10.6f}{row['l2r']:>10.6f}{mark}")
-    if result["unmapped"]:
-        print(f"{len(result['unmapped'])} record tensor(s) not compared:")
-        for item in result["unmapped"][:20]:
-            print(f"  {item['record']} {item['tensor']}: {item['reason']}")
-        if len(result["unmapped"]) > 20:
-            print(f"  ... and {len(result['unmapped']) - 20} more (--json lists them all)")
-    if first:
-        nodes = ", ".join(first["model_nodes"]) or "none of the model's (front-end generated)"
-        print(f"first diverging epoch: {first['describe']}, cos {first['cos']:.6f}; "
-              f"model nodes: {nodes}; buffer {first['buffer']} = {first['tensor']}")
-        return 1
-    print(f"no epoch leaves the tolerance ({result['compared']} buffers compared over "
-          f"{result['records']} records)")
-    return 0

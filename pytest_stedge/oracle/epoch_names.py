@@ -45,6 +45,7 @@ class Resolved:
     how: str
     oe_tensor: str | None = None
     codes: tuple[float, int] | None = None  # quantization of codes a buffer moves as is
+    perm: tuple[int, ...] | None = None  # the user tensor .transpose(perm) is the buffer's
 
 
 def load_renames(path: Path | str) -> dict[str, list[str]]:
@@ -121,6 +122,15 @@ class Namer:
         self.direct = self.space is ref
         self._ops = self.space.op_by_name
         self._prefixes = sorted(self._ops, key=len, reverse=True)
+        self._layouts: dict[str, tuple[int, ...] | None] | None = None
+
+    def layout(self, oe_tensor: str) -> tuple[int, ...] | None:
+        """How the OE tensor orders the user tensor it maps to (:mod:`.epoch_layout`)."""
+        if self._layouts is None:
+            from .epoch_layout import oe_layouts
+
+            self._layouts = oe_layouts(self.space, self.ref)
+        return self._layouts.get(oe_tensor)
 
     @property
     def naming(self) -> str:
@@ -138,11 +148,30 @@ class Namer:
             return Resolved(None, how)
         codes = None if buf.has_quantization else self.codes_quant(oe_tensor)
         if self.direct:
-            return Resolved(oe_tensor, how, oe_tensor, codes)
+            return Resolved(oe_tensor, how, oe_tensor, codes, self.layout(oe_tensor))
         tensor, why = self._to_user(oe_tensor, buf.elements)
         if tensor is None:
             return Resolved(None, f"{how}; not in {self.ref.path.name}: {why}", oe_tensor, codes)
-        return Resolved(tensor, f"{how} = {tensor}", oe_tensor, codes)
+        perm = self.layout(oe_tensor)
+        if perm is None:
+            return Resolved(None, f"{how} = {tensor}, but the OE model's layout of it is not "
+                            "known (a reshape of a transposed tensor)", oe_tensor, codes)
+        other = self._other_scale(buf, tensor)
+        if other:
+            return Resolved(None, f"{how} = {tensor}? {other}", oe_tensor, codes)
+        return Resolved(tensor, f"{how} = {tensor}", oe_tensor, codes, perm)
+
+    def _other_scale(self, buf: Buffer, tensor: str) -> str:
+        """Why ``buf`` cannot hold ``tensor``'s codes: the tool keeps a tensor's scale in
+        the buffers that hold it (their zero point may move), so a buffer quantized with
+        another scale holds another tensor, or a requantized copy ("" when they agree)."""
+        mine = self.ref.quant.get(tensor)
+        if mine is None or len(buf.scales) != 1 or not mine[0]:
+            return ""
+        if abs(buf.scales[0] - mine[0]) <= 1e-5 * abs(mine[0]):
+            return ""
+        return (f"no: the buffer's scale {buf.scales[0]:.9g} is not the tensor's "
+                f"{mine[0]:.9g} (another tensor, or a requantized copy of it)")
 
     def codes_quant(self, tensor: str) -> tuple[float, int] | None:
         """The quantization of the int8 codes behind a tensor: its own, else the nearest

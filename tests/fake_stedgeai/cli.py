@@ -123,7 +123,8 @@ def main(
     model = Path(ns.model[0]) if ns.model else None
     try:
         faults = load_faults(
-            Path(config_path) if config_path else None, model.stem if model else "", ns.command
+            Path(config_path) if config_path else None, model.stem if model else "", ns.command,
+            _run_options(args, ns, Path(root) if root else None),
         )
     except FaultConfigError as exc:
         print(f"fake stedgeai: {exc}", file=sys.stderr)
@@ -142,6 +143,21 @@ def main(
     from .pipeline import execute
 
     return execute(ns, args, ver, model, faults, Path(root) if root else None, start)
+
+
+def _run_options(args: list[str], ns: Any, root: Path | None) -> set[str]:
+    """The option words of a run: its command line's and its Neural-ART profile's."""
+    words = {a for a in args if a.startswith("-")}
+    spec = getattr(ns, "st_neural_art", None)
+    if spec and not str(spec).startswith("-"):
+        from .pipeline import _builtin_profiles
+        from .profiles import ProfileError, resolve_profile
+
+        try:
+            words |= set(resolve_profile(spec, _builtin_profiles(root)).options.split())
+        except ProfileError:
+            pass  # the run itself reports it
+    return words
 
 
 def _check(ns: Any, ver: ToolVersion, model: Path | None) -> str | None:

@@ -11,6 +11,10 @@ no_output, truncate [files], garbage [files], inflate_activations (factor),
 extra_sw_epochs (N or [op names]), hybrid_epochs (N), weights_factor (factor),
 validate ({"cos": x} | {"uncorrelated": true} | {"identical": true}: snr=inf, as real 4.0.0
 logs print for bit-exact outputs).
+
+A fault set with `"when_options": ["--Ocache-opt", "--enable-epoch-controller"]` applies only
+to runs whose options (the command line's and the Neural-ART profile's) hold all of them:
+a compiler bug that needs both options to show.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ KNOWN = {
     "commands",
     "spawn",
     "spawn_mark",
+    "when_options",
 }
 
 
@@ -59,7 +64,8 @@ def _check(layer: Any, where: str) -> dict[str, Any]:
     return layer
 
 
-def _layers(doc: Any, stem: str, command: str, where: str) -> list[dict[str, Any]]:
+def _layers(doc: Any, stem: str, command: str, where: str,
+            options: set[str]) -> list[dict[str, Any]]:
     if not isinstance(doc, dict):
         raise FaultConfigError(f"{where}: expected a JSON object, got {doc!r}")
     flat = {k: v for k, v in doc.items() if not isinstance(v, dict) or k == "validate"}
@@ -68,11 +74,14 @@ def _layers(doc: Any, stem: str, command: str, where: str) -> list[dict[str, Any
     else:  # keyed by model stem, "*" for all
         scoped = [_check(v, f"{where}[{k!r}]") for k, v in doc.items() if k in ("*", stem)]
         scoped.sort(key=lambda layer: layer is not doc.get("*"))
-    return [s for s in scoped if not s.get("commands") or command in s["commands"]]
+    return [s for s in scoped if (not s.get("commands") or command in s["commands"])
+            and set(s.get("when_options") or ()) <= options]
 
 
-def load_faults(config_path: Path | None, stem: str, command: str) -> dict[str, Any]:
-    """The merged fault set for one run of ``command`` on model ``stem``.
+def load_faults(config_path: Path | None, stem: str, command: str,
+                options: set[str] | None = None) -> dict[str, Any]:
+    """The merged fault set for one run of ``command`` on model ``stem`` whose options
+    (command line and Neural-ART profile) are ``options``.
 
     :raises FaultConfigError: when a source is not JSON or names an unknown fault.
     """
@@ -88,9 +97,10 @@ def load_faults(config_path: Path | None, stem: str, command: str) -> dict[str, 
             doc = json.loads(text or "{}")
         except ValueError as exc:
             raise FaultConfigError(f"{where}: not valid JSON ({exc})") from None
-        for layer in _layers(doc, stem, command, where):
+        for layer in _layers(doc, stem, command, where, options or set()):
             merged.update(layer)
     merged.pop("commands", None)
+    merged.pop("when_options", None)
     return merged
 
 

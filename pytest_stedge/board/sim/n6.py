@@ -188,7 +188,9 @@ class N6Session(Session):
         desc = model.buffer_desc(name, arr, flags) if isinstance(model, N6SimModel) else None
         if desc is None:
             return super().send_tensor(name, arr, flags, with_data, state)
-        upload = with_data and isinstance(model, N6SimModel) and model.upload
+        # the stock firmware filters intermediate buffers only: outputs come with data
+        internal = bool(flags & bp.TENSOR_INTERNAL)
+        upload = with_data and (not internal or (isinstance(model, N6SimModel) and model.upload))
         datas = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
         if not upload:
             desc["flags"] |= bp.TENSOR_NO_DATA
