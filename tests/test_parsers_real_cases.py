@@ -343,8 +343,10 @@ RUNS: dict[str, dict[str, Any]] = {
     "n6-blazeface-2profiles/2.2.0-profile-default-cli/generate-2025-08-25": _run(
         "2.2.0", 166_225, 540_672, 32_092_044, (85, 58, 0, 27, 0)
     ),
+    # the raw compiler c_info has no memory_footprint: its pools and buffers give the
+    # figures the output folder's network_c_info.json states in its footprint
     "n6-blazeface-2profiles/2.2.0-profile-default-cli/generate-2025-08-25/st_ai_ws/neural_art__network": _run(
-        "2.2.0", None, None, None, (85, 58, 0, 27, 0)
+        "2.2.0", 166_225, 540_672, None, (85, 58, 0, 27, 0)
     ),
     # --- single-version and multi-version N6 cases
     "n6-mobilenetv1-cubemx/2.2.0-cubemx": _run(
@@ -391,7 +393,7 @@ RUNS: dict[str, dict[str, Any]] = {
         "3.0.0", 212_609, 245_760, 22_464_344, (56, 55, 0, 1, 0), ops=["Softmax"]
     ),
     "n6-mobilenetv2-qdq-3versions/3.0.0/st_ai_ws/neural_art__network": _run(
-        "3.0.0", None, None, None, (56, 55, 0, 1, 0)
+        "3.0.0", 212_609, 245_760, None, (56, 55, 0, 1, 0)
     ),
     "n6-packetqc-tcn-qwen2/qwen2-qdq/4.0.0-host": _run("4.0.0", 1_383_956, 327_960, 241_438_339),
     "n6-packetqc-tcn-qwen2/tcn/4.0.0": _run("4.0.0", 492_504, 23_936, 15_657_686),

@@ -38,6 +38,7 @@ from .figures import (
     checked_number,
     line_of_long_digits,
 )
+from .pool_split import split_pools
 
 _KIND = {
     "NODE_HW": "hw",
@@ -136,6 +137,8 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
         if "target" not in result:
             result["target"] = "stm32n6"
     elif nodes:
+        if result.get("target") == "stm32n6" and _software_path(doc, core):
+            result["neural_art"] = False
         macc = sum(
             n["macc"]
             for n in nodes
@@ -155,6 +158,21 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
         result["diagnostics"] = diagnostics
     result["sources"] = [str(path)]
     return result
+
+
+def _software_path(doc: dict[str, Any], core: dict[str, Any] | None) -> bool:
+    """Whether an N6 c_info whose nodes hold no epoch is a run without the NPU.
+
+    A generate/analyze lists the compiled graph: layer nodes, no epoch, means software. A
+    validate of an NPU run lists the host-side graph (2.0.0 on target: layer nodes, with
+    ``aton_execution_time`` measured on the NPU), so it says nothing when
+    ``--st-neural-art`` was given.
+    """
+    if doc.get("aton_execution_time"):
+        return False
+    args = str((core or {}).get("arguments", "")).split()
+    npu_asked = any(a == "--st-neural-art" or a.startswith("--st-neural-art=") for a in args)
+    return not (npu_asked and _command(args) == "validate")
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -234,6 +252,14 @@ def _memory(doc: dict[str, Any]) -> dict[str, Any]:
     pools = _pools(doc)
     if pools:
         memory["pools"] = pools
+    split = split_pools(doc)
+    if split is not None and (split.footprint_counts_both or not footprint):
+        # Weights placed in RAM: the footprint counts such pools in both kinds.
+        memory["weights_bytes"] = split.weights_bytes
+        memory["activations_bytes"] = split.activations_bytes
+        memory["split_from_buffers"] = True
+        if split.shared_pools:
+            memory["shared_pools"] = list(split.shared_pools)
     return memory
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from pytest_stedge.errors import ReportParseError
 from pytest_stedge.result import Result
 
-from . import c_info, report_json, report_txt, val_files
+from . import c_info, pool_split, report_json, report_txt, val_files
 from .common import decode_text, read_bytes
 from .figures import FigureError, line_of, overflowing
 
@@ -186,9 +186,28 @@ def parse_folder(folder: Path) -> Result:
     for kind in ("report_json", "npz", "csv"):
         ordered += results.get(kind, [])
     merged = merge(ordered)
+    _split_against_report(merged, results.get("report_txt", []))
     if "validation" in merged:
         _validation_from_text(merged, results.get("report_txt", []))
     return merged
+
+
+def _split_against_report(merged: Result, texts: list[Result]) -> None:
+    """A c_info whose pools hold weights in RAM is split from its buffers: the report's
+    per-pool lines are the tool's own split, kept where exact; disagreement is said."""
+    memory = merged.get("memory") or {}
+    if not memory.get("split_from_buffers"):
+        return
+    for text in texts:
+        pools = (text.get("memory") or {}).get("pools") or []
+        if any("weights_bytes" in p for p in pools):
+            memory = dict(memory)
+            name = Path(text["sources"][0]).name
+            found = pool_split.compare_with_report(memory, pools, name)
+            merged["memory"] = memory
+            if found:
+                merged["diagnostics"] = [*merged.get("diagnostics", []), *found]
+            return
 
 
 def _validation_from_text(merged: Result, texts: list[Result]) -> None:
@@ -331,6 +350,8 @@ def merge(results: list[Result]) -> Result:
                 continue
             if key not in base:
                 base[key] = value
+            elif key == "neural_art":
+                base[key] = bool(base[key] or value)  # one file saw NPU epochs
             elif key == "memory" and isinstance(value, dict):
                 base[key] = _merge_memory(base[key], value)
             elif key == "epochs" and isinstance(value, dict):

@@ -397,6 +397,11 @@ class _State:
                 result["epochs"] = epochs
                 result["neural_art"] = True
                 result["software_ops"] = report_n6.software_ops(epochs)
+        if "neural_art" not in result and result.get("target") == "stm32n6":
+            # "target/series: stm32n6" (not stm32n6npu) and no epoch table: the software path
+            stated = [s for s in self.figures.summaries if s.target]
+            if stated and not any(s.npu for s in stated):
+                result["neural_art"] = False
         if memory:
             result["memory"] = memory
         if self.model:
