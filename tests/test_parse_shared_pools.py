@@ -102,8 +102,8 @@ NPURAM5 = _c_info(
     weights=33_536, activations=33_536,
 )  # fmt: skip
 NPURAM5_LINES = [_usage("npuRAM5", "32.750 kB", "32.000 kB", "768  B"),
-                 "octoFlash  [0x71000000 - 0x78000000]: 0  B / 112.000 MB (0.00 % used) -- "
-                 "weights: 0  B (0.00 % used)  activations: 0  B (0.00 % used)"]  # fmt: skip
+                 ("octoFlash  [0x71000000 - 0x78000000]: 0  B / 112.000 MB (0.00 % used) -- "
+                 "weights: 0  B (0.00 % used)  activations: 0  B (0.00 % used)")]  # fmt: skip
 
 
 def _write(folder: Path, doc: dict[str, Any], report: str | None) -> Path:
