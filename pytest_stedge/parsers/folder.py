@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_stedge.errors import ReportParseError
+from pytest_stedge.errors import ReportParseError, SeveralRunsError
 from pytest_stedge.result import Result
 
 from . import c_info, pool_split, report_json, report_txt, val_files
@@ -26,49 +26,76 @@ _MAX_LITERAL = 1_000_000
 
 
 def parse_path(path: Path | str) -> Result:
-    """Parse one stedgeai output file, or merge every output file of a folder.
+    """Parse one stedgeai output file, or merge every output file of a folder, into the
+    Result of the one run they hold.
 
     :param path: a report, c_info.json, report.json, npz or validation CSV; or a folder
         (``st_ai_output/``, a CubeMX ``.ai/`` folder, ``st_ai_ws/neural_art__network/``).
+    :raises SeveralRunsError: the file or folder holds several runs (``parse_runs``).
+    :raises ReportParseError: unreadable/unknown file, or a folder without tool output.
+    """
+    runs = parse_runs(path)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, runs)
+    return runs[0]
+
+
+def parse_runs(path: Path | str) -> list[Result]:
+    """One Result per run of the tool a file or folder holds, in the order they ran.
+
+    A console capture may hold a generate and a validate; an output folder the reports of
+    an analyze, a generate and a validate. Each is one run: its Result is read from that
+    run's files only, never merged with another run's.
+
     :raises ReportParseError: unreadable/unknown file, or a folder without tool output.
     """
     path = Path(path)
     if path.is_dir():
-        return parse_folder(path)
+        return parse_folder_runs(path)
     if not path.exists():
         raise ReportParseError(path, "no such file or folder")
-    return parse_file(path)
+    return parse_file_runs(path)
 
 
 def parse_file(path: Path | str) -> Result:
-    """Parse one file, recognised by its content (and its name for CSV/npz).
+    """Parse one file of one run, recognised by its content (and its name for CSV/npz).
 
+    :raises SeveralRunsError: a console capture holding several runs (``parse_file_runs``).
     :raises ReportParseError: the file is not something stedgeai wrote, or is damaged.
     """
+    runs = parse_file_runs(path)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, runs)
+    return runs[0]
+
+
+def parse_file_runs(path: Path | str) -> list[Result]:
+    """Each run one file holds (only a console capture holds more than one)."""
     path = Path(path)
     data = read_bytes(path)
     if not data.strip():
         raise ReportParseError(path, "empty file")
     if data[:4] == b"PK\x03\x04" or path.suffix.lower() == ".npz":
-        return val_files.parse_npz(path, data)
+        return [val_files.parse_npz(path, data)]
     text = decode_text(path, data)
     if path.suffix.lower() == ".csv":
         if not val_files.is_val_csv(path):
             raise ReportParseError(
                 path, "CSV that is not a validate dump (<name>_val_{m,c}_{inputs,outputs}_<k>.csv)"
             )
-        return val_files.parse_csv_files([path], [text])
+        return [val_files.parse_csv_files([path], [text])]
     start = text.lstrip()[:1]
     if start == "{" or start == "[" and path.suffix.lower() == ".json":
-        result = _parse_json(path, data)
+        results = [_parse_json(path, data)]
     else:
-        result = report_txt.parse_text_report(path, text)
-    for where, literal in overflowing(result):
-        shown = literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} digits)"
-        raise ReportParseError(
-            path, f"{where} = {shown} overflows a float", line=line_of(text, literal)
-        )
-    return result
+        results = report_txt.parse_text_runs(path, text)
+    for result in results:
+        for where, literal in overflowing(result):
+            shown = literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} digits)"
+            raise ReportParseError(
+                path, f"{where} = {shown} overflows a float", line=line_of(text, literal)
+            )
+    return results
 
 
 def _parse_json(path: Path, data: bytes) -> Result:
@@ -142,7 +169,26 @@ def _kind(path: Path) -> str | None:
 
 
 def parse_folder(folder: Path) -> Result:
-    """Merge the tool outputs found in ``folder`` into one Result."""
+    """Merge the tool outputs found in ``folder`` into the Result of its one run.
+
+    :raises SeveralRunsError: the folder holds several runs (``parse_folder_runs``).
+    """
+    runs = parse_folder_runs(folder)
+    if len(runs) > 1:
+        raise SeveralRunsError(folder, runs)
+    return runs[0]
+
+
+def parse_folder_runs(folder: Path) -> list[Result]:
+    """The runs of an output folder, each merged from its own files.
+
+    The text reports and consoles say which runs the folder holds. When they are all of
+    one command, every file of the folder is that run's (CubeMX keeps an analyze c_info
+    beside the generate it ran next). When they are of several commands (an AI Studio
+    ``st_ai_output`` with analyze, generate and validate reports, or a console holding a
+    generate and a validate), each run takes the files of its own command; a file of a
+    command no report shows is a run of its own.
+    """
     named: dict[str, list[Path]] = {}
     others: list[Path] = []
     for path in _candidates(folder):
@@ -154,22 +200,22 @@ def parse_folder(folder: Path) -> Result:
     results: dict[str, list[Result]] = {}
     for kind in ("c_info", "report_txt", "report_json", "npz"):
         for path in named.get(kind, []):
-            results.setdefault(kind, []).append(parse_file(path))
+            results.setdefault(kind, []).extend(parse_file_runs(path))
     # 3.0+ writes <name>_c_info_valid.json (documented, never seen): read as a c_info when
     # it is one. Console captures and renamed reports (AI Studio's "<model>.txt") are used
     # when they turn out to be stedgeai output, skipped otherwise (SOURCE.txt, notes).
     for path in named.get("c_info_valid", []):
         try:
-            valid = parse_file(path)
+            valid = parse_file_runs(path)
         except ReportParseError:
             continue
-        results.setdefault("c_info", []).append(valid)
+        results.setdefault("c_info", []).extend(valid)
     for path in others:
         try:
-            parsed = parse_file(path)
+            parsed = parse_file_runs(path)
         except ReportParseError:
             continue
-        results.setdefault("report_txt", []).append(parsed)
+        results.setdefault("report_txt", []).extend(parsed)
     if named.get("csv"):
         paths = named["csv"]
         texts = [decode_text(p, read_bytes(p)) for p in paths]
@@ -180,6 +226,40 @@ def parse_folder(folder: Path) -> Result:
             "no stedgeai output in this folder (looked for *c_info.json, *_report.txt, "
             "*_report.json, *_val_io.npz, validation CSVs and console captures)",
         )
+    commands = list(dict.fromkeys(t["command"] for t in results.get("report_txt", [])))
+    if len(commands) < 2:
+        return [_merge_run(folder, results)]
+    runs = []
+    for command in _in_run_order(commands):
+        mine = {kind: [r for r in found if _run_command(r) == command]
+                for kind, found in results.items()}  # fmt: skip
+        runs.append(_merge_run(folder, mine))
+    shown = set(commands)
+    for kind in ("c_info", "report_json", "npz", "csv"):
+        for other in results.get(kind, []):
+            if _run_command(other) not in shown:
+                runs.append(_merge_run(folder, {kind: [other]}))
+    return runs
+
+
+_RUN_ORDER = {"analyze": 0, "generate": 1, "validate": 2}
+
+
+def _in_run_order(commands: list[str]) -> list[str]:
+    # The order a user runs them in (analyze, generate, then validate), whatever the files'.
+    return sorted(commands, key=lambda c: _RUN_ORDER.get(c, 3))
+
+
+def _run_command(result: Result) -> str:
+    # Validation dumps (npz, CSV) are a validate's; the others state their command.
+    if any(Path(s).suffix.lower() in (".npz", ".csv") for s in result.get("sources", [])):
+        return "validate"
+    return str(result.get("command", ""))
+
+
+def _merge_run(folder: Path, results: dict[str, list[Result]]) -> Result:
+    """One run's Result from its files: c_info first, then its text reports, report.json,
+    then validation dumps."""
     _refuse_several_runs(folder, results.get("report_txt", []))
     ordered = sorted(results.get("c_info", []), key=_c_info_rank)
     ordered += sorted(results.get("report_txt", []), key=_text_rank)
