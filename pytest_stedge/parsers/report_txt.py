@@ -145,9 +145,18 @@ def parse_text_runs(path: Path, text: str) -> list[Result]:
     if not looks_like_report(lines):
         raise ReportParseError(path, "no stedgeai version banner or report section found", line=1)
     try:
-        return [_parse(path, part) for part in split_runs(lines)]
+        runs = [_parse(path, part) for part in split_runs(lines)]
     except FigureError as exc:
         raise ReportParseError(path, str(exc), line=line_of(text, exc.literal)) from None
+    # A capture that starts after a run's banner (a CubeMX log of a generate, then the
+    # validate it ran with its banner): one session of one install, when every banner agrees.
+    versions = {(r.get("tool") or {}).get("version") for r in runs} - {None}
+    if len(runs) > 1 and len(versions) == 1:
+        known = next(r["tool"] for r in runs if (r.get("tool") or {}).get("version"))
+        for run in runs:
+            if not (run.get("tool") or {}).get("version"):
+                run["tool"] = {**known, **(run.get("tool") or {})}
+    return runs
 
 
 def _install_version(text: str) -> str | None:
