@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import built_run, validate_run
 
 from pytest_stedge.errors import ReportParseError

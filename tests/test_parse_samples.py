@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import built_run
 
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.parsers import parse_path
+from pytest_stedge.parsers import parse_path, parse_runs
 from pytest_stedge.result import flat_metrics
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "stedgeai-samples"
@@ -71,8 +72,8 @@ def test_every_sample_folder_parses_as_a_whole() -> None:
             with pytest.raises(ReportParseError, match="no stedgeai output"):
                 parse_path(folder)
             continue
-        result = parse_path(folder)
-        assert result["sources"], folder
+        for result in parse_runs(folder):
+            assert result["sources"], folder
 
 
 # Hand-written from the reports: weights/activations/macc from the exec summary or the
@@ -123,7 +124,7 @@ MCU_FIGURES: dict[str, tuple[int, int, int, list[int] | None]] = {
 @pytest.mark.parametrize("folder", sorted(MCU_FIGURES))
 def test_software_deployment_figures(folder: str) -> None:
     weights, activations, macc, io = MCU_FIGURES[folder]
-    result = parse_path(SAMPLES / folder)
+    result = built_run(SAMPLES / folder)
     metrics = flat_metrics(result)
     assert metrics["weights_bytes"] == weights
     assert metrics["activations_bytes"] == activations

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import built_run, validate_run
+from conftest import built_run
 
 from pytest_stedge.parsers import parse_path, parse_runs
 from pytest_stedge.result import flat_metrics
