@@ -126,6 +126,8 @@ def translate(exc: BaseException, path: str) -> StoreError:
     lower = text.lower()
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in lower:
         return StoreFullError(f"store {path}: the disk is full ({first})")
+    if "version number" in lower and ("can only read" in lower or "database file" in lower):
+        return StoreError(other_duckdb_message(path, first))
     if "not a valid duckdb database file" in lower:
         return StoreError(f"store {path} is not a DuckDB file (it exists, but holds something else)")
     if "not a directory" in lower:
@@ -141,6 +143,32 @@ def translate(exc: BaseException, path: str) -> StoreError:
             "away and let the next session start a new store"
         )
     return StoreError(f"store {path}: {first}")
+
+
+def written_by(path: str) -> str | None:
+    """The DuckDB release that wrote a store file, from its header (``v1.5.5``), if stated."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(128)
+    except OSError:
+        return None
+    # main header after the 8-byte checksum: "DUCK", the storage version (8 bytes), flags,
+    # then from 1.2 on the library version string (32 bytes) at offset 52
+    if header[8:12] != b"DUCK":
+        return None
+    text = header[52:84].split(b"\0", 1)[0].decode("ascii", "replace").strip()
+    return text or None
+
+
+def other_duckdb_message(path: str, first: str) -> str:
+    """Why a store another DuckDB wrote cannot be read, and the commands that convert it."""
+    writer = written_by(path) or "another DuckDB release"
+    return (
+        f"store {path} was written by DuckDB {writer}; this environment runs DuckDB "
+        f"{duckdb.__version__}, which cannot read it ({first}). Convert it: with DuckDB "
+        f"{writer} installed, `stedge export --db {path} --out bundle/`; then here, "
+        f"`stedge import bundle/ --db NEW.duckdb`"
+    )
 
 
 def lock_holder(exc: Exception) -> str:
