@@ -34,7 +34,7 @@ from pytest_stedge.errors import ReportParseError, ToolchainError
 from pytest_stedge.parsers import extract_diagnostics, parse_path
 from pytest_stedge.parsers.common import decode_text, read_bytes
 from pytest_stedge.parsers.report_txt import parse_text_report
-from pytest_stedge.toolchain import run_tool
+from pytest_stedge.tool.discovery import run_tool
 
 SCALED_SEED = "n6-v2.2.0-xcubeai10.2-generate-many-sw-epochs/network_model.tflite_c_info.json"
 

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .corpus import Case
-    from .runner import StageRun
+    from .case.model import Case
     from .store.database import Store
-    from .toolchain import Discovery, Install
+    from .tool.discovery import Discovery, Install
+    from .tool.runner import StageRun
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_stedge_discover_toolchains(config: pytest.Config, roots: list[Path]) -> Discovery:
     """Search ``roots``, ``STEDGEAI_CORE_DIR`` and the usual install places."""
-    from .toolchain import discover
+    from .tool.discovery import discover
 
     return discover(roots)
 
@@ -33,7 +33,7 @@ def pytest_stedge_run_stage(
     board_desc: str | None,
 ) -> StageRun:
     """Run the install's ``stedgeai`` and parse its output folder."""
-    from .runner import run_stage
+    from .tool.runner import run_stage
 
     return run_stage(case, stage, install, workdir, timeout=timeout, board_desc=board_desc)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .corpus import CASE_FILE, PathCache
+from .case.scan import CASE_FILE, PathCache
 
 
 def folder_collector(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -40,7 +40,7 @@ def folder_collector(path: Path, parent: pytest.Collector) -> pytest.Collector |
 
 
 def _is_corpus_root(path: Path) -> bool:
-    # the rule of pytest_stedge.corpus.find_corpus_root
+    # the rule of pytest_stedge.case.paths.find_corpus_root
     return path.name == "corpus" or (path / "bugs").is_dir() or (path / "profiles").is_dir()
 
 

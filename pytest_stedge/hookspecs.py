@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .corpus import Case
-    from .runner import StageRun
+    from .case.model import Case
     from .store.database import Store
-    from .toolchain import Discovery, Install
+    from .tool.discovery import Discovery, Install
+    from .tool.runner import StageRun
 
 
 @pytest.hookspec(firstresult=True)
@@ -26,7 +26,7 @@ def pytest_stedge_discover_toolchains(config: pytest.Config, roots: list[Path]) 
     Called once per process (on the controller under xdist; workers receive its answer).
 
     :param roots: the ``--stedge-root`` folders and ini ``stedge_roots``.
-    :return: a :class:`pytest_stedge.toolchain.Discovery`, or None to let the next
+    :return: a :class:`pytest_stedge.tool.discovery.Discovery`, or None to let the next
         implementation answer.
 
     Example::
@@ -51,7 +51,7 @@ def pytest_stedge_run_stage(
 
     Called on the process that runs the item (a worker under xdist).
 
-    :return: a :class:`pytest_stedge.runner.StageRun`; raise
+    :return: a :class:`pytest_stedge.tool.runner.StageRun`; raise
         :class:`pytest_stedge.errors.ToolchainError` when the tool failed.
 
     Example::

@@ -4,25 +4,39 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .corpus import Case, check_model_pin, load_cases
+from .case.load import check_model_pin, load_cases
+from .case.model import Case
 from .errors import CaseError, OracleError, ToolchainError
-from .gate import (
-    Baseline,
+from .report.visible import visible
+from .result import Result
+from .state import get_state, path_cache
+from .steps import (
+    GateInputs,
+    attach_oracle,
+    judge_item,
+    new_row,
+    oracle_result,
+    record_figures,
+    recorded_errors,
+    stage_result,
+)
+from .store.rows import ItemRow
+from .verdict.gate import (
     explaining_bug,
     failure_message,
-    judge,
     looks_fixed,
     xfail_known_bug,
     xpass_marker,
 )
-from .report.visible import visible
-from .result import Result, flat_metrics, new_result
-from .state import StedgeState, get_state, path_cache
-from .store.rows import ItemRow
+
+if TYPE_CHECKING:
+    from .tool.discovery import Install
+    from .tool.runner import StageRun
+    from .verdict.gate import Verdict
 
 
 class StedgeCheckFailure(Exception):
@@ -151,64 +165,43 @@ class StedgeItem(pytest.Item):
 
     def runtest(self) -> None:
         state = get_state(self.config)
+        case, stage, version = self.case, self.stage, self.version
         started = time.perf_counter()
-        self._row = row = ItemRow(
-            nodeid=self.nodeid,
-            case_name=self.case.name,
-            stage=self.stage,
-            version=self.version,
-            outcome="running",
-            case={
-                "case_path": str(self.case.path),
-                "model_path": str(self.case.model),
-                "target": self.case.target,
-                "description": self.case.description,
-            },
-        )
-        row.model_sha256 = state.models.sha256(self.case)
-        row.options_hash = self.case.options_hash()
-        if self.stage == "oracle":
-            result = self._run_oracle(state)
+        oracle = state.oracle_inputs(case)
+        self._row = row = new_row(self.nodeid, case, stage, version, state.models.sha256(case))
+        if stage == "oracle":
+            result = oracle_result(case, oracle, row)
         else:
-            result = self._run_toolchain(state, row)
+            assert version is not None
+            inputs = state.stage_inputs(case, stage, version)
+            result = stage_result(case, stage, version, inputs, row, self._run_stage)
+            attach_oracle(case, oracle, result)
         self.ihook.pytest_stedge_result(config=self.config, item=self, result=result)
-        metrics = flat_metrics(result)
-        row.result = result
-        row.metrics = metrics
-        row.duration_s = time.perf_counter() - started
-        self._judge(state, row, result, metrics)
+        record_figures(row, result, started)
+        gate = state.gate_inputs(case, stage, version, oracle)
+        verdict = judge_item(case, stage, version, result, row, gate)
+        if version is not None:
+            state.baselines.remember(case.name, stage, version, row)
+        self._conclude(verdict, gate, row, result)
 
-    def _judge(self, state: StedgeState, row: ItemRow, result: Result, metrics: dict[str, float]) -> None:
-        """Expectations, baseline and known bugs decide the outcome."""
-        registry = state.bugs.registry(self.case)
-        baseline = state.baselines.for_item(self.case.name, self.stage, self.version)
-        if baseline is None and state.baselines.version is None and self.version is not None:
-            baseline = self._previous_recorded(state)
-        verdict = judge(
-            case=self.case,
-            stage=self.stage,
-            version=self.version,
-            result=result,
-            metrics=metrics,
-            model_sha256=row.model_sha256,
-            baseline=baseline,
-            default_band=state.baselines.default_band,
-            metric_bands=state.baselines.metric_bands,
-            strict_baseline=state.baselines.strict,
-            registry=registry,
-            options_hash=row.options_hash,
+    def _run_stage(
+        self, case: Case, install: Install, workdir: Path, timeout: float, board_desc: str | None
+    ) -> StageRun:
+        """One live run of the stage, through the hook (users may replace the runner)."""
+        run: StageRun = self.ihook.pytest_stedge_run_stage(
+            config=self.config, case=case, stage=self.stage, install=install,
+            workdir=workdir, timeout=timeout, board_desc=board_desc,
         )
-        row.findings = verdict.findings
-        # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
-        row.changes = [c.to_json() for c in verdict.changes]
-        row.baseline_version = verdict.baseline_version
-        if self.version is not None:
-            state.baselines.remember(self.case.name, self.stage, self.version, row)
-        errors = _recorded_errors(result) if row.recorded else []
+        return run
+
+    def _conclude(self, verdict: Verdict, gate: GateInputs, row: ItemRow, result: Result) -> None:
+        """Pass, fail with the verdict's report, xfail on a known bug, or mark a bug that
+        looks fixed."""
+        errors = recorded_errors(result) if row.recorded else []
         if verdict.failed or errors:
-            bug = explaining_bug(registry, verdict, self.version)
+            bug = explaining_bug(gate.registry, verdict, self.version)
             title = f"{self.case.name} {self.name}"
-            parts = [failure_message(title, verdict, update_hint=not state.settings.update)] if verdict.failed else []
+            parts = [failure_message(title, verdict, update_hint=not gate.update)] if verdict.failed else []
             if errors:
                 parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
             message = "\n\n".join(parts)
@@ -221,7 +214,7 @@ class StedgeItem(pytest.Item):
             if bug is not None and self.version is not None:
                 # a known bug is not a new normal: --stedge-update leaves it alone
                 xfail_known_bug(bug, self.version, message.splitlines()[0])
-            if state.settings.update:
+            if gate.update:
                 row.update = {
                     "path": str(self.case.path),
                     "variant": self.case.variant,
@@ -234,147 +227,9 @@ class StedgeItem(pytest.Item):
                     },
                 }
             raise StedgeCheckFailure(message, summary)
-        fixed = looks_fixed(registry, self.case, verdict, self.version)
+        fixed = looks_fixed(gate.registry, self.case, verdict, self.version)
         if fixed is not None and self.version is not None:
             self.add_marker(xpass_marker(fixed, self.version))
-
-    def _previous_recorded(self, state: StedgeState) -> Baseline | None:
-        """Without --stedge-baseline, a case with corpus recordings gates each version
-        against the recording of the version before it (read from the data, so any
-        worker can do it)."""
-        assert self.version is not None
-        previous = state.toolchains.previous_recording(self.case.name, self.stage, self.version)
-        if previous is None:
-            return None
-        result: Result = previous["result"]
-        self._attach_oracle(state, result)
-        return Baseline(
-            version=previous["version"],
-            metrics=flat_metrics(result),
-            model_sha256=previous["model_sha256"],
-            options_hash=previous["options_hash"],
-        )
-
-    def _run_oracle(self, state: StedgeState) -> Result:
-        if self.case.record_only and state.models.resolved(self.case) is None:
-            pytest.skip(state.models.missing_reason(self.case))
-        try:
-            report = state.models.oracle_report(self.case)
-            if report.get("unresolved_tensors"):
-                names = ", ".join(report["unresolved_tensors"][:5])
-                raise OracleError(
-                    f"{self.case.model}: unresolved shapes: {len(report['unresolved_tensors'])} "
-                    f"tensor(s) ({names}) have no static size, so the floor would leave them out"
-                )
-        except OracleError as exc:
-            assert self._row is not None
-            self._row.result = new_result("oracle", diagnostics=[_diag("OracleError", str(exc))])
-            if self.case.model.suffix.lower() in (".h5", ".keras", ".hdf5"):
-                pytest.skip(str(exc))
-            raise
-        return new_result(
-            "oracle",
-            stage="oracle",
-            target=self.case.target,
-            model={"name": self.case.model.stem, "file": self.case.model.name},
-            oracle=report,
-        )
-
-    def _run_toolchain(self, state: StedgeState, row: ItemRow) -> Result:
-        assert self.version is not None
-        recording = state.toolchains.recording(self.version, self.case.name, self.stage)
-        install = state.toolchains.install(self.version)
-        case = state.models.resolved(self.case)
-        if install is not None and case is None and recording is None:
-            pytest.skip(state.models.missing_reason(self.case))
-        if install is None and recording is None:
-            pytest.skip(state.toolchains.missing_reason(self.version, self.case.name))
-        no_board = self.stage == "validate-target" and not state.settings.boards
-        if recording is not None and (install is None or case is None or no_board):
-            result: Result = recording["result"]
-            row.recorded = True
-            corpus_sha = row.model_sha256
-            if recording.get("corpus"):
-                # a public run: its identity is the one its own outputs and command stated
-                row.model_sha256 = recording["model_sha256"]
-                row.options_hash = recording["options_hash"]
-            else:
-                # the identity the recording was checked against at ingest: a forced one
-                # (None) or a model changed since never compares with other versions
-                row.model_sha256 = recording.get("model_sha256")
-                row.options_hash = recording.get("options_hash") or row.options_hash
-            if (
-                not recording.get("corpus")
-                and row.model_sha256 != corpus_sha
-                and recording.get("comparable", True)
-            ):
-                result.setdefault("diagnostics", []).append(
-                    _diag(
-                        "NotComparable",
-                        "the recording was made from a different model file than the corpus holds",
-                        level="warning",
-                    )
-                )
-        else:
-            assert install is not None and case is not None
-            workdir = state.work.item_dir(self.case, self.stage, self.version)
-            timeout, timeout_source = state.settings.timeout_and_source(self.case)
-            try:
-                stage_run = self.ihook.pytest_stedge_run_stage(
-                    config=self.config,
-                    case=case,
-                    stage=self.stage,
-                    install=install,
-                    workdir=workdir,
-                    timeout=timeout,
-                    board_desc=state.settings.board_desc(),
-                )
-            except ToolchainError as error:
-                from .parsers import extract_diagnostics
-                from .runner import stage_refusal
-
-                exc = error
-                if exc.timed_out is not None and exc.reason is None:  # say which limit
-                    exc = ToolchainError(
-                        exc.argv, timed_out=exc.timed_out, output_tail=exc.output_tail,
-                        reason=f"the limit set by {timeout_source}",
-                    )
-                if exc.returncode not in (None, 0) and stage_refusal(self.stage, exc.reason):
-                    # the tool says the stage does not apply to this target (the refusals
-                    # it documents, runner.STAGE_REFUSALS): a skip, not a regression
-                    pytest.skip(f"stedgeai {self.version} refuses {self.stage} here: {exc.reason}")
-                diagnostics = extract_diagnostics(exc.output_tail)
-                if exc.timed_out is not None:
-                    diagnostics.append(_diag("Timeout", exc.short()))
-                row.result = new_result(
-                    _command(self.stage),
-                    stage=self.stage,
-                    diagnostics=diagnostics or [_diag("ToolchainError", exc.short())],
-                )
-                raise exc from None
-            result = stage_run.result
-            row.tool_seconds = stage_run.tool.seconds
-        self._attach_oracle(state, result)
-        return result
-
-    def _attach_oracle(self, state: StedgeState, result: Result) -> None:
-        """Put the oracle's figures beside the tool's (for activations_ratio)."""
-        if not self.case.oracle:
-            return
-        if self.case.record_only and state.models.resolved(self.case) is None:
-            return  # no model here: the oracle item says so, once
-        try:
-            report = state.models.oracle_report(self.case)
-        except OracleError as exc:
-            result.setdefault("diagnostics", []).append(
-                _diag("OracleError", str(exc), level="warning")
-            )
-            return
-        result["oracle"] = {
-            k: report[k]
-            for k in ("lower_bound_bytes", "expected_bytes", "plan_bytes", "naive_bytes", "float_nodes")
-            if k in report
-        }
 
     # -- reporting -----------------------------------------------------------------
 
@@ -393,22 +248,3 @@ class StedgeItem(pytest.Item):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         version = f" with stedgeai {self.version}" if self.version else ""
         return self.path, None, visible(f"{self.case.name}: {self.stage}{version}")
-
-
-def _recorded_errors(result: Result) -> list[str]:
-    """The error diagnostics of a replayed recording (a board that never answered ...)."""
-    return [
-        str(d.get("kind") or d.get("code") or "error")
-        for d in result.get("diagnostics") or []
-        if isinstance(d, dict) and d.get("level") == "error"
-    ]
-
-
-
-
-def _command(stage: str) -> str:
-    return "validate" if stage.startswith("validate") else stage
-
-
-def _diag(kind: str, message: str, *, level: str = "error") -> dict[str, Any]:
-    return {"level": level, "code": None, "kind": kind, "message": message}

@@ -49,7 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_stedge import defaults
-    from pytest_stedge.state import controller_setup_key
+
+    from .state import controller_setup_key
 
     config.pluginmanager.register(defaults, "stedge-defaults")
     config.stash[controller_setup_key] = _setup_controller
@@ -62,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(board_plugin, "stedge-boards")
         if config.getoption("stedge_update") and not hasattr(config, "workerinput"):
-            from .update import session_tracker
+            from .verdict.update import session_tracker
 
             session_tracker(config)  # sees every report: the exit status depends on them
         # A malformed case.toml is a collection error, and the other cases still run.
@@ -97,7 +98,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = config.stash.get(state_key, None)
     if state is None or not state.ready or config.option.collectonly:
         return
-    from . import retention
+    from .tool import retention
 
     status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), "error")
     try:

@@ -14,8 +14,6 @@ import socket
 import sys
 import threading
 import uuid
-from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import pytest
 
 from .errors import StoreError
+from .report.terminal import SessionSummary
 from .state import WORKERINPUT_KEY, StedgeState
 from .store.database import DEFAULT_PATH, Store
 from .store.journal import Journal, merge_stopped
@@ -123,8 +122,8 @@ def _refuse_remote_workers(config: pytest.Config) -> None:
 def _load_baseline(
     state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Location
 ) -> None:
-    from .diff import BandError, parse_band
-    from .gate import Baseline
+    from .verdict.bands import BandError, parse_band
+    from .verdict.gate import Baseline
 
     assert state.baselines.version is not None
     try:
@@ -157,14 +156,6 @@ def _load_baseline(
             base.metrics[row["metric"]] = float(row["value"])
 
 
-@dataclass
-class _Summary:
-    rows: list[ItemRow] = field(default_factory=list)
-    failures: dict[str, list[str]] = field(default_factory=dict)
-    changes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (base, head)
-    updates: list[str] = field(default_factory=list)
-
-
 class StedgeController:
     """Registered on the controller only: writes rows and prints the summary."""
 
@@ -175,7 +166,7 @@ class StedgeController:
         self.run_id: int | None = None
         self.run_uuid: str | None = None
         self.path = store_path(config)
-        self.summary = _Summary()
+        self.summary = SessionSummary()
         self.write_errors: list[str] = []
         self.notes: list[str] = []  # journals merged at the start
         self.journal: Journal | None = None
@@ -253,7 +244,7 @@ class StedgeController:
 
     def _apply_update(self, row: ItemRow) -> None:
         """--stedge-update: edit the case file here, on the one process that writes files."""
-        from .update import session_tracker
+        from .verdict.update import session_tracker
 
         assert row.update is not None
         self.summary.updates += session_tracker(self.config).apply(row.nodeid, row.update)
@@ -312,80 +303,19 @@ class StedgeController:
             self.store = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from .report.visible import visible
+        from .report.terminal import write_summary
 
-        def write(line: str, **markup: bool) -> None:  # names show their bidi controls
-            terminalreporter.write_line(visible(line, keep_newlines=True), **markup)
-
-        rows = self.summary.rows
-        if not rows and self.run_id is None and not self.notes:
+        if not self.summary.rows and self.run_id is None and not self.notes:
             return
-        terminalreporter.section("stedge summary")
-        by_case: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for row in rows:
-            bucket = {"error": "failed", "xpassed": "passed"}.get(row.outcome, row.outcome)
-            by_case[visible(row.case_name)][bucket] += 1
-        if by_case:
-            width = max(len("case"), *(len(c) for c in by_case))
-            known = any(c["xfailed"] for c in by_case.values())
-            header = f"{'case'.ljust(width)}  passed  failed  skipped"
-            write(header + ("  known bug" if known else ""))
-            for case in sorted(by_case):
-                counts = by_case[case]
-                line = (
-                    f"{case.ljust(width)}  {counts['passed']:>6}  {counts['failed']:>6}  "
-                    f"{counts['skipped']:>7}"
-                )
-                write(line + (f"  {counts['xfailed']:>9}" if known else ""))
-        if self.summary.failures:
-            write("")
-            write("failed items:")
-            for nodeid, lines in self.summary.failures.items():
-                write(f"  {nodeid}")
-                for line in lines:
-                    write(f"      {line}")
-        self._write_changes(write)
-        if self.summary.updates:
-            write("")
-            write("--stedge-update changed:")
-            for line in self.summary.updates:
-                write(f"  {line}")
-        recorded = sum(1 for r in rows if r.recorded)
-        if recorded:
-            write(f"{recorded} item(s) replayed from recorded runs")
-        for note in self.notes:
-            write(note)
-        for error in self.write_errors:
-            write(f"NOT STORED: {error}", red=True)
+        group = _option(self.config, "stedge_run_group")
+        stored = None
         if self.run_id is not None:
-            group = _option(self.config, "stedge_run_group")
             part = f" (run group {group})" if group else ""
-            write(f"stored as run {self.run_id}{part} in {display(self.path)}")
-        if self.report_path is not None:
-            write(f"report: {self.report_path}")
-
-
-    def _write_changes(self, write: Any) -> None:
-        """Per case, the metrics that moved against the baseline, regressions first."""
-        from .diff import ChangeKind, DiffReport, MetricChange
-        from .recordings import release_key
-        from .report.table import format_table
-
-        pairs = sorted(self.summary.changes, key=lambda p: (release_key(p[1]), release_key(p[0])))
-        for base, head in pairs:
-            changes = self.summary.changes[(base, head)]
-            report = DiffReport(
-                base=base,
-                head=head,
-                changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
-            )
-            write("")
-            if all(c.kind is ChangeKind.UNCHANGED for c in report.changes):
-                # say so: silence would not tell "nothing moved" from "nothing was compared"
-                write(f"baseline {base}: {len(report.changes)} metrics unchanged in {head}")
-                continue
-            for line in format_table(report).splitlines():
-                write(line)
+            stored = f"stored as run {self.run_id}{part} in {display(self.path)}"
+        write_summary(
+            terminalreporter, self.summary, notes=self.notes, write_errors=self.write_errors,
+            stored=stored, report_path=self.report_path,
+        )
 
 
 def _status(exitstatus: int) -> str:

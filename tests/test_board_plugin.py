@@ -39,7 +39,8 @@ from pytest_stedge.board.plugin import (
 )
 from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
 from pytest_stedge.board.specs import PortInfo, parse_board_spec
-from pytest_stedge.corpus import Case, load_cases
+from pytest_stedge.case.load import load_cases
+from pytest_stedge.case.model import Case
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from test_html_reports import build_store
 
-from pytest_stedge.diff import diff_store
 from pytest_stedge.report import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.store.database import Store
+from pytest_stedge.verdict.store_diff import diff_store
 
 PROJECT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = PROJECT / "reports" / "screenshots"

@@ -268,7 +268,8 @@ def test_corpus_signatures_on_reported_figures(bug_id: str, env: dict, status: s
 
 
 def test_corpus_cases_and_registry_agree() -> None:
-    from pytest_stedge.corpus import iter_case_files, load_cases
+    from pytest_stedge.case.load import load_cases
+    from pytest_stedge.case.scan import iter_case_files
 
     registry = load_registry(CORPUS / "bugs")
     names = []

@@ -219,7 +219,7 @@ def test_a_session_without_a_corpus_never_touches_the_garbage_collector(
 
 
 def test_a_folder_listing_says_which_folders_are_plain_case_folders(tmp_path: Path) -> None:
-    from pytest_stedge.corpus import scan_folder
+    from pytest_stedge.case.scan import scan_folder
 
     def folder(name: str, *files: str) -> str:
         path = tmp_path / name
@@ -247,7 +247,7 @@ def test_a_folder_listing_says_which_folders_are_plain_case_folders(tmp_path: Pa
 
 
 def test_the_recordings_search_hands_its_listings_to_the_collection(tmp_path: Path) -> None:
-    from pytest_stedge.recordings import find_recordings
+    from pytest_stedge.case.recordings import find_recordings
 
     corpus = tmp_path / "corpus"
     for name in ("a", "b", ".hidden", "node_modules"):

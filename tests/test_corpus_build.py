@@ -8,6 +8,8 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pytest_stedge.case.load import load_cases
+from pytest_stedge.case.scan import iter_case_files
 from pytest_stedge.cli import main as cli
 from pytest_stedge.cli.corpus_build import (
     CorpusBuildError,
@@ -15,7 +17,6 @@ from pytest_stedge.cli.corpus_build import (
     compare_models,
     load_recipes,
 )
-from pytest_stedge.corpus import iter_case_files, load_cases
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

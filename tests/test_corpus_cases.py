@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import make_conv_model
 
-from pytest_stedge.corpus import find_corpus_root, load_cases
+from pytest_stedge.case.load import load_cases
+from pytest_stedge.case.paths import find_corpus_root
 from pytest_stedge.errors import CaseError
 
 

@@ -17,10 +17,10 @@ import tomlkit
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from pytest_stedge.corpus import load_cases
+from pytest_stedge.case.load import load_cases
+from pytest_stedge.case.owned_options import OWNED_OPTIONS, READING_OPTIONS
 from pytest_stedge.errors import CaseError
 from pytest_stedge.options import MAX_TIMEOUT_S, parse_timeout
-from pytest_stedge.owned_options import OWNED_OPTIONS, READING_OPTIONS
 
 
 def _corpus(root: Path) -> Path:

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_stedge.diff import (
-    Band,
-    BandError,
-    ChangeKind,
-    DiffReport,
-    classify,
-    compare_results,
-    diff_store,
-    parse_band,
-)
 from pytest_stedge.errors import StedgeError, StoreError
 from pytest_stedge.report.table import format_table
 from pytest_stedge.store.database import ItemRow, Store
+from pytest_stedge.verdict.bands import Band, BandError, parse_band
+from pytest_stedge.verdict.compare import ChangeKind, DiffReport, classify, compare_results
+from pytest_stedge.verdict.store_diff import diff_store
 
 EXACT = parse_band("0")
 

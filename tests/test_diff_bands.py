@@ -15,17 +15,16 @@ import pytest
 from conftest import validate_run
 
 from pytest_stedge.cli import main as cli
-from pytest_stedge.diff import (
+from pytest_stedge.store.database import ItemRow, Store
+from pytest_stedge.verdict.bands import (
     NOISY_BANDS,
     BandError,
-    ChangeKind,
     band_for,
     beyond_band,
-    compare_results,
     parse_band,
     parse_metric_bands,
 )
-from pytest_stedge.store.database import ItemRow, Store
+from pytest_stedge.verdict.compare import ChangeKind, compare_results
 
 # X-cross #1 of the two logs, as printed
 REAL_22 = {"val_cos": 0.997552, "val_rmse": 0.141914070, "val_mae": 0.111658059,
@@ -209,7 +208,7 @@ def test_float_noise_below_one_part_in_1e12_is_not_a_change() -> None:
 
 
 def test_bands_from_numbers_and_how_they_print() -> None:
-    from pytest_stedge.diff import Band
+    from pytest_stedge.verdict.bands import Band
 
     # a TOML band written as a number: 1024 is absolute, like "+1024"
     assert parse_band(1024) == Band(1024.0, False, "1024")
@@ -236,7 +235,7 @@ def test_a_side_not_measured_is_never_beyond_a_band_and_huge_figures_keep_their_
 def test_diff_store_refuses_a_bad_default_band_even_when_no_metric_would_read_it(
     tmp_path: Path,
 ) -> None:
-    from pytest_stedge.diff import diff_store
+    from pytest_stedge.verdict.store_diff import diff_store
 
     db = _store(tmp_path / "s.duckdb", REAL_22, REAL_401)  # only banded validation metrics
     with Store.open(db, create=False) as store:
@@ -246,7 +245,7 @@ def test_diff_store_refuses_a_bad_default_band_even_when_no_metric_would_read_it
 
 
 def test_an_unknown_model_or_options_identity_says_so(tmp_path: Path) -> None:
-    from pytest_stedge.diff import diff_store
+    from pytest_stedge.verdict.store_diff import diff_store
 
     path = tmp_path / "u.duckdb"
     with Store.open(path) as store:
@@ -262,7 +261,7 @@ def test_an_unknown_model_or_options_identity_says_so(tmp_path: Path) -> None:
 
 
 def test_changes_for_picks_kinds_in_listing_order() -> None:
-    from pytest_stedge.diff import DiffReport, changes_for
+    from pytest_stedge.verdict.compare import DiffReport, changes_for
 
     changes = compare_results("m", "v", {"macc": 1.0, "epochs_sw": 1.0, "weights_bytes": 5.0},
                               {"macc": 2.0, "epochs_sw": 0.0, "weights_bytes": 5.0},

@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from pytest_stedge.corpus import Bound
-from pytest_stedge.expect import Miss, check, fmt_value, format_misses, summarize_miss
+from pytest_stedge.case.model import Bound
+from pytest_stedge.verdict.expect import Miss, check, fmt_value, format_misses, summarize_miss
 
 INF = float("inf")
 NAN = float("nan")

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from pytest_stedge.bugs.registry import BugRegistry, load_bug
-from pytest_stedge.corpus import Bound, Case
-from pytest_stedge.diff import ChangeKind, parse_metric_bands
-from pytest_stedge.gate import (
+from pytest_stedge.case.model import Bound, Case
+from pytest_stedge.verdict.bands import parse_metric_bands
+from pytest_stedge.verdict.compare import ChangeKind
+from pytest_stedge.verdict.gate import (
     Baseline,
     Verdict,
     explaining_bug,
@@ -326,7 +327,7 @@ def test_the_xpass_marker_is_strict_and_says_what_to_update(tmp_path: Path) -> N
 
 
 def test_a_known_bug_is_reported_xfailed_with_its_id_and_source(tmp_path: Path) -> None:
-    from pytest_stedge.gate import xfail_known_bug
+    from pytest_stedge.verdict.gate import xfail_known_bug
 
     registry = _registry(tmp_path, **{"sw-bug": ("==4.0.1", ["cnn"])})
     bug = registry.get("sw-bug")

@@ -29,8 +29,8 @@ def test_discovery_and_running_can_be_replaced(
         textwrap.dedent(
             """
             from pathlib import Path
-            from pytest_stedge.runner import StageRun
-            from pytest_stedge.toolchain import Discovery, Install, ToolRun
+            from pytest_stedge.tool.runner import StageRun
+            from pytest_stedge.tool.discovery import Discovery, Install, ToolRun
 
             def pytest_stedge_discover_toolchains(config, roots):
                 exe = Path("/cloud/stedgeai")

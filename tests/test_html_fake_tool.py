@@ -10,10 +10,10 @@ from conftest import SIMPLE_CASE
 from test_html_reports import Page
 
 from pytest_stedge.cli import report as commands_report
-from pytest_stedge.diff import diff_store
 from pytest_stedge.errors import StoreError
 from pytest_stedge.report import render_diff_page
 from pytest_stedge.store.database import Store
+from pytest_stedge.verdict.store_diff import diff_store
 
 
 def _stedge(*argv: str) -> int:

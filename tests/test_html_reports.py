@@ -17,10 +17,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from pytest_stedge.diff import diff_store
 from pytest_stedge.report import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.result import flat_metrics, new_result
 from pytest_stedge.store.database import ItemRow, Store
+from pytest_stedge.verdict.store_diff import diff_store
 
 SCRIPT = "<script>alert(1)</script>"
 QUOTE = '" onmouseover="x'

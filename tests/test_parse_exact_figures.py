@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from conftest import built_run
 
-from pytest_stedge.corpus import Case
-from pytest_stedge.diff import ChangeKind, compare_results, parse_band, within_rounding
+from pytest_stedge.case.model import Case
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.gate import Baseline, judge
 from pytest_stedge.parsers import parse_path
 from pytest_stedge.parsers.figures import parse_size_precise
 from pytest_stedge.result import flat_metrics
+from pytest_stedge.verdict.bands import parse_band
+from pytest_stedge.verdict.compare import ChangeKind, compare_results, within_rounding
+from pytest_stedge.verdict.gate import Baseline, judge
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SAMPLES = SHARED / "stedgeai-samples"

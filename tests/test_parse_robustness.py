@@ -17,7 +17,7 @@ from pytest_stedge.errors import ReportParseError, ToolchainError
 from pytest_stedge.parsers import extract_diagnostics, parse_path
 from pytest_stedge.parsers.common import MAX_MB_ENV, is_progress_bar
 from pytest_stedge.result import flat_metrics
-from pytest_stedge.toolchain import OUTPUT_TAIL_BYTES, run_tool
+from pytest_stedge.tool.discovery import OUTPUT_TAIL_BYTES, run_tool
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SAMPLES = SHARED / "stedgeai-samples"

@@ -171,7 +171,7 @@ def test_timeout_precedence(
     option: float | None, case_timeout: float | None, ini: str, expected: tuple[float, str],
     tmp_path: Path,
 ) -> None:
-    from pytest_stedge.corpus import Case
+    from pytest_stedge.case.model import Case
     from pytest_stedge.state import RunSettings
 
     case = Case(name="cnn", path=tmp_path / "case.toml", corpus_root=tmp_path,

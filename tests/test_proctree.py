@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 
-from pytest_stedge import proctree
 from pytest_stedge.errors import ToolchainError
-from pytest_stedge.toolchain import run_tool
+from pytest_stedge.tool import proctree
+from pytest_stedge.tool.discovery import run_tool
 
 pytestmark = pytest.mark.skipif(not proctree.supported(), reason="needs Linux /proc")
 MARK = "fake-stedgeai-helper"
@@ -145,7 +145,7 @@ def test_a_process_with_a_reaper_exits_quietly_and_its_reaper_follows() -> None:
     """The reaper outlives every tool run by design: starting it must not leave a
     "subprocess is still running" ResourceWarning at exit (an error message at the end of
     every test run under filterwarnings = error), and it ends once its parent has."""
-    code = ("from pytest_stedge import proctree\n"
+    code = ("from pytest_stedge.tool import proctree\n"
             "proctree.ensure_reaper()\n"
             "first = proctree._reaper_pid\n"
             "proctree.ensure_reaper()\n"

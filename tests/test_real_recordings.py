@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from test_html_reports import Page
 
-from pytest_stedge.corpus import load_cases
+from pytest_stedge.case.load import load_cases
 from pytest_stedge.errors import CaseError
 from pytest_stedge.report import render_dashboard, render_run_report
 from pytest_stedge.store.database import Store

@@ -10,7 +10,7 @@ import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 
 from pytest_stedge.cli.main import main
-from pytest_stedge.retention import RUN_MARKER, run_folders, to_remove
+from pytest_stedge.tool.retention import RUN_MARKER, run_folders, to_remove
 
 
 def _run(root: Path, name: str, status: str | None, when: float, size: int = 10) -> Path:

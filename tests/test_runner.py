@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import make_conv_model
 
-from pytest_stedge.corpus import load_cases
+from pytest_stedge.case.load import load_cases
 from pytest_stedge.errors import ReportParseError, ToolchainError
-from pytest_stedge.runner import build_argv, load_loose_json
-from pytest_stedge.toolchain import Install
+from pytest_stedge.tool.discovery import Install
+from pytest_stedge.tool.runner import build_argv, load_loose_json
 
 PROFILE = """\
 {
@@ -90,7 +90,7 @@ def _n6_case(tmp_path: Path, profile_text: str) -> tuple:
     from fake_stedgeai import make_install
 
     make_install(tmp_path / "st" / "4.0", "4.0.1")
-    from pytest_stedge.toolchain import discover
+    from pytest_stedge.tool.discovery import discover
 
     found = discover([tmp_path / "st"], env={}, defaults=False)
     install = found.installs[0]
@@ -129,7 +129,7 @@ USER_PROFILE = """{
 def test_the_tool_loads_the_case_mpool_and_the_profile_mdesc_from_the_derived_profile(
     tmp_path: Path,
 ) -> None:
-    from pytest_stedge.runner import run_stage
+    from pytest_stedge.tool.runner import run_stage
 
     case, install = _n6_case(tmp_path, USER_PROFILE)
     work = tmp_path / "work"

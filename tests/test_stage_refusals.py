@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import CorpusFactory
 
-from pytest_stedge.runner import STAGE_REFUSALS, stage_refusal
+from pytest_stedge.tool.runner import STAGE_REFUSALS, stage_refusal
 
 HOST_REFUSAL = (
     "E102(CliArgumentError): Validation on host is not supported for devices based on "

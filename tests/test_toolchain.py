@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_stedge.errors import ToolchainError, ToolchainNotFound
-from pytest_stedge.toolchain import discover, parse_banner, run_tool, tail
+from pytest_stedge.tool.discovery import discover, parse_banner, run_tool, tail
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge.corpus import load_cases
-from pytest_stedge.diff import ChangeKind, classify, parse_band
-from pytest_stedge.expect import check
-from pytest_stedge.update import locate_bound, update_case, widened_band
+from pytest_stedge.case.load import load_cases
+from pytest_stedge.verdict.bands import parse_band
+from pytest_stedge.verdict.compare import ChangeKind, classify
+from pytest_stedge.verdict.expect import check
+from pytest_stedge.verdict.update import locate_bound, update_case, widened_band
 
 CASE = """\
 # The forum CNN: comments and layout must survive an update.

@@ -11,11 +11,12 @@ import pytest
 from conftest import SIMPLE_CASE, CorpusFactory
 from test_html_reports import _row, _synthetic
 
-from pytest_stedge.diff import ChangeKind, DiffReport, MetricChange, diff_store
 from pytest_stedge.report import render_dashboard, render_diff_page, render_run_report
 from pytest_stedge.report.table import format_table
 from pytest_stedge.report.visible import visible
 from pytest_stedge.store.database import Store
+from pytest_stedge.verdict.compare import ChangeKind, DiffReport, MetricChange
+from pytest_stedge.verdict.store_diff import diff_store
 
 # Reads "invoice-exe.pdf" on screen: U+202E reverses what follows it.
 SPOOF = "invoice-\u202efdp.exe"

@@ -3,8 +3,8 @@
 
     python tools/mutate.py                       # every module in SELECTION, 2 workers
     python tools/mutate.py expect gate -j 1      # some modules (names as in SELECTION)
-    python tools/mutate.py diff --list           # the mutants, without running anything
-    python tools/mutate.py diff --only 12,40     # rerun some mutants (numbers from a report)
+    python tools/mutate.py compare --list           # the mutants, without running anything
+    python tools/mutate.py compare --only 12,40     # rerun some mutants (numbers from a report)
 
 Each mutant is one small change to one line of a module (a comparison flipped at its
 edge, ``*`` for ``/``, a constant moved by one, a condition negated, a statement dropped,
@@ -44,11 +44,19 @@ ROOT = Path(__file__).resolve().parents[1]
 # module -> the tests that should notice a change to it (fast unit tests first: ``-x`` stops
 # at the first failure, so a killed mutant costs little).
 SELECTION: dict[str, tuple[str, list[str]]] = {
-    "expect": ("pytest_stedge/expect.py", ["tests/test_expect.py", "tests/test_gate.py"]),
-    "gate": ("pytest_stedge/gate.py", ["tests/test_gate.py", "tests/test_gate_user.py"]),
-    "diff": (
-        "pytest_stedge/diff.py",
+    "expect": ("pytest_stedge/verdict/expect.py", ["tests/test_expect.py", "tests/test_gate.py"]),
+    "gate": ("pytest_stedge/verdict/gate.py", ["tests/test_gate.py", "tests/test_gate_user.py"]),
+    "compare": (
+        "pytest_stedge/verdict/compare.py",
         ["tests/test_diff.py", "tests/test_diff_bands.py", "tests/test_cli_diff.py"],
+    ),
+    "bands": (
+        "pytest_stedge/verdict/bands.py",
+        ["tests/test_diff_bands.py", "tests/test_diff.py", "tests/test_cli_diff.py"],
+    ),
+    "store_diff": (
+        "pytest_stedge/verdict/store_diff.py",
+        ["tests/test_diff.py", "tests/test_cli_diff.py", "tests/test_diff_bands.py"],
     ),
     "signature": (
         "pytest_stedge/bugs/signature.py",
@@ -56,6 +64,10 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "grammar": (
         "pytest_stedge/bugs/grammar.py",
+        ["tests/test_signature.py", "tests/test_bug_edges.py"],
+    ),
+    "tokens": (
+        "pytest_stedge/bugs/tokens.py",
         ["tests/test_signature.py", "tests/test_bug_edges.py"],
     ),
     "registry": (

@@ -29,9 +29,9 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from runs import CASES, RealCase, Run
 
+from pytest_stedge.case.recordings import SCHEMA, options_hash
 from pytest_stedge.cli.ingest import stage_of
 from pytest_stedge.parsers.folder import merge, parse_file_runs
-from pytest_stedge.recordings import SCHEMA, options_hash
 
 # Options that name files, folders, the C name, the board's port or the log's verbosity:
 # they do not change what the tool compiles, so two runs differing only there compare.

@@ -40,9 +40,9 @@ from .lock import acquire_board, lock_dir
 from .specs import BoardSpec, parse_board_spec, resolve_board_spec
 
 if TYPE_CHECKING:
-    from pytest_stedge.corpus import Case
-    from pytest_stedge.runner import StageRun
-    from pytest_stedge.toolchain import Install
+    from ..case.model import Case
+    from ..tool.discovery import Install
+    from ..tool.runner import StageRun
 
 LOADER_PLACEHOLDERS = ("workdir", "output", "port", "baud", "model", "name", "desc")
 _POLL = 0.1  # seconds between two sync attempts on a board still booting
@@ -80,7 +80,7 @@ def pytest_stedge_load_board(
     Returns False when there is nothing to run (a target other than the N6 without a
     loader command): the board must then already hold the network.
     """
-    from pytest_stedge.state import get_state
+    from ..state import get_state
 
     spec = parse_board_spec(board)
     timeout = get_state(config).settings.timeout(case)  # flashing counts as part of the stage
@@ -108,7 +108,7 @@ def run_validate_target(
 ) -> StageRun:
     """generate, take a board, load, check the firmware, validate, (per-layer); the board
     is released whatever happens. Board failures raise :class:`ToolchainError`."""
-    from pytest_stedge.runner import build_argv, run_stage
+    from ..tool.runner import build_argv, run_stage
 
     texts = list(config.getoption("stedge_board") or [])
     stage_argv = [str(install.executable), "validate", "--mode", "target"]
@@ -252,7 +252,7 @@ def loader_argv(command: str, *, case: Case, workdir: Path, spec: BoardSpec) -> 
 def run_loader(argv: Sequence[str], *, cwd: Path, timeout: float) -> None:
     """Run the loader (output kept in ``cwd/board-loader.log``); raise
     :class:`BoardLoaderError` naming the command, its exit status and its last lines."""
-    from pytest_stedge.toolchain import tail
+    from ..tool.discovery import tail
 
     cwd.mkdir(parents=True, exist_ok=True)
     log = cwd / "board-loader.log"

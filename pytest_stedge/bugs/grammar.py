@@ -1,4 +1,5 @@
-"""The bug-signature grammar: tokenizer, AST and recursive-descent parser (no ``eval``).
+"""The bug-signature grammar: AST and recursive-descent parser (no ``eval``); the
+tokenizer is :mod:`.tokens`.
 
 A known bug's signature is a condition over one item's figures::
 
@@ -28,12 +29,12 @@ parsed, as is a type mismatch (``software_ops > 3``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_stedge.errors import StedgeError
 from pytest_stedge.result import METRICS
+
+from .tokens import COMPARISONS, KEYWORDS, SignatureError, Token, tokenize
 
 LIST_NAMES = {
     "software_ops": "operator types in software or hybrid epochs",
@@ -44,129 +45,10 @@ STRING_NAMES = {
     "stage": "the item's stage (generate, validate-host, ...)",
     "version": "the toolchain version",
 }
-KEYWORDS = ("and", "or", "not", "in", "true", "false")
-_COMPARISONS = ("<=", ">=", "==", "!=", "<", ">")
-_MAX_LENGTH = 2000  # a signature is one line of reasoning, not a program
 _MAX_DEPTH = 50  # nesting depth; deeper input is refused before Python's recursion limit
 # Depth of the parsed tree: a chain such as 1+1+...+1 nests one node per operator without
 # any parenthesis, so it is bounded too; evaluation then recurses at most this deep.
 _MAX_TREE_DEPTH = 100
-
-
-class SignatureError(StedgeError):
-    """A signature does not parse or names something unknown.
-
-    :ivar column: 1-based column of the offending token in the signature text.
-    :ivar expected: what would have been accepted there.
-    """
-
-    def __init__(self, text: str, column: int, message: str, expected: str = "") -> None:
-        self.text = text
-        self.column = column
-        self.expected = expected
-        self.message = message
-        detail = f"column {column}: {message}"
-        if expected:
-            detail += f"; expected {expected}"
-        super().__init__(f"signature {_clip(text)!r}, {detail}")
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-# -- tokens ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Token:
-    """One lexical token: kind is NUMBER, STRING, NAME, OP or END."""
-
-    kind: str
-    value: Any
-    column: int  # 1-based
-
-
-def tokenize(text: str) -> list[Token]:
-    """Split ``text`` into tokens, ending with an END token.
-
-    :raises SignatureError: on a character that starts no token, or an unclosed string.
-    """
-    if not isinstance(text, str):
-        raise SignatureError(str(text), 1, f"a signature is a string, got {type(text).__name__}")
-    if len(text) > _MAX_LENGTH:
-        raise SignatureError(text, _MAX_LENGTH + 1, f"longer than {_MAX_LENGTH} characters")
-    tokens: list[Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in " \t\r\n":
-            i += 1
-            continue
-        start = i
-        if ch.isascii() and (ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit())):
-            i = _scan_number(text, i)
-            literal = text[start:i]
-            try:
-                value = float(literal)
-            except ValueError:
-                raise SignatureError(text, start + 1, f"malformed number {literal!r}") from None
-            if not math.isfinite(value):
-                raise SignatureError(text, start + 1, f"number {literal!r} is out of range")
-            tokens.append(Token("NUMBER", value, start + 1))
-        elif ch in "\"'":
-            end = text.find(ch, i + 1)
-            if end < 0:
-                raise SignatureError(
-                    text, start + 1, "unterminated string", f"a closing {ch} on the same line"
-                )
-            body = text[i + 1 : end]
-            if "\n" in body or "\\" in body:
-                raise SignatureError(
-                    text, start + 1, "strings may not hold backslashes or newlines"
-                )
-            tokens.append(Token("STRING", body, start + 1))
-            i = end + 1
-        elif ch.isascii() and (ch.isalpha() or ch == "_"):
-            while i < n and text[i].isascii() and (text[i].isalnum() or text[i] == "_"):
-                i += 1
-            tokens.append(Token("NAME", text[start:i], start + 1))
-        else:
-            two = text[i : i + 2]
-            if two in _COMPARISONS:
-                tokens.append(Token("OP", two, start + 1))
-                i += 2
-            elif ch in "<>+-*/()":
-                tokens.append(Token("OP", ch, start + 1))
-                i += 1
-            else:
-                hint = " (use 'and', 'or', 'not')" if ch in "&|!" else ""
-                hint = " (use '==' to compare)" if ch == "=" else hint
-                raise SignatureError(
-                    text,
-                    start + 1,
-                    f"unexpected character {ch!r}{hint}",
-                    "a metric name, a number, a quoted string, an operator or a parenthesis",
-                )
-    tokens.append(Token("END", None, n + 1))
-    return tokens
-
-
-def _scan_number(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and (text[i].isascii() and text[i].isdigit() or text[i] in "._"):
-        i += 1
-    if i < n and text[i] in "eE":
-        j = i + 1
-        if j < n and text[j] in "+-":
-            j += 1
-        if j < n and text[j].isascii() and text[j].isdigit():
-            i = j
-            while i < n and text[i].isascii() and text[i].isdigit():
-                i += 1
-        elif not (j < n and (text[j].isalnum() or text[j] == "_")):
-            i = j  # '1e', '1e+': an exponent without digits, reported as a malformed number
-    return i
 
 
 # -- AST ----------------------------------------------------------------------------------
@@ -371,7 +253,7 @@ class _Parser:
     def comparison(self) -> tuple[Node, str]:
         left_tok = self.tok
         left, lkind = self.sum()
-        if self.at("OP") and self.tok.value in _COMPARISONS:
+        if self.at("OP") and self.tok.value in COMPARISONS:
             op_tok = self.advance()
             right_tok = self.tok
             right, rkind = self.sum()
@@ -404,7 +286,7 @@ class _Parser:
             node = self.node(op_tok, Compare(op, left, right), left, right)
         else:
             return left, lkind
-        if self.at("OP") and self.tok.value in _COMPARISONS or self.at_keyword("in"):
+        if self.at("OP") and self.tok.value in COMPARISONS or self.at_keyword("in"):
             raise self.error(self.tok, "comparisons do not chain", "'and' between two comparisons")
         return node, "bool"
 

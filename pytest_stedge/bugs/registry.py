@@ -284,7 +284,7 @@ def load_bug(path: Path) -> Bug:
     except SignatureError as exc:
         raise CaseError(path, "signature", str(exc)) from None
     stages = raw.get("stages", [])
-    from pytest_stedge.corpus import ALL_STAGES
+    from ..case.model import ALL_STAGES
 
     if not isinstance(stages, list) or not all(s in ALL_STAGES for s in stages):
         raise CaseError(

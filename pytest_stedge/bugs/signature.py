@@ -25,7 +25,6 @@ from typing import Any
 from pytest_stedge.result import Result, flat_metrics
 
 from .grammar import (
-    KEYWORDS,
     LIST_NAMES,
     STRING_NAMES,
     Arith,
@@ -37,14 +36,12 @@ from .grammar import (
     Node,
     Not,
     Num,
-    SignatureError,
     Str,
-    Token,
     known_names,
     name_type,
     parse_tree,
-    tokenize,
 )
+from .tokens import KEYWORDS, SignatureError, Token, tokenize
 
 __all__ = [
     "KEYWORDS",

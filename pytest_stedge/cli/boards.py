@@ -133,7 +133,7 @@ def _resolve(text: str) -> tuple[Path, str | None]:
     if path.is_dir() and (path / "case.toml").is_file():
         path = path / "case.toml"
     if path.suffix == ".toml":
-        from pytest_stedge.corpus import load_cases
+        from ..case.load import load_cases
 
         case = load_cases(path)[0]
         return case.model, case.c_name

@@ -9,7 +9,7 @@ from typing import Any
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``clean``."""
-    from pytest_stedge.retention import DEFAULT_KEEP, DEFAULT_KEEP_FAILED
+    from pytest_stedge.tool.retention import DEFAULT_KEEP, DEFAULT_KEEP_FAILED
 
     parser = subparsers.add_parser(
         "clean",
@@ -43,7 +43,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def _clean(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import StedgeError
-    from pytest_stedge.retention import parse_keep, run_folders, to_remove
+    from pytest_stedge.tool.retention import parse_keep, run_folders, to_remove
 
     from .figures import fmt_figure
 

@@ -74,10 +74,11 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_diff(args: argparse.Namespace) -> int:
     """Handler of ``stedge diff``; returns the exit status."""
-    from pytest_stedge.diff import diff_store, parse_band, parse_metric_bands
     from pytest_stedge.report.table import format_table
     from pytest_stedge.store.database import Store
 
+    from ..verdict.bands import parse_band, parse_metric_bands
+    from ..verdict.store_diff import diff_store
     from .store import db_path
 
     general = [b for b in args.band if "=" not in b]
@@ -104,8 +105,10 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def load_corpus_cases(folder: str | None) -> dict[str, Any]:
     """Cases by name from ``folder`` (default ./corpus if present); {} without a corpus."""
-    from pytest_stedge.corpus import iter_case_files, load_cases
     from pytest_stedge.errors import StedgeError
+
+    from ..case.load import load_cases
+    from ..case.scan import iter_case_files
 
     if folder is None:
         default = Path("corpus")

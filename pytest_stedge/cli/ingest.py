@@ -82,11 +82,12 @@ def stage_of(result: dict[str, Any]) -> str:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from pytest_stedge.corpus import iter_case_files, load_cases
     from pytest_stedge.errors import StedgeError
     from pytest_stedge.result import flat_metrics
     from pytest_stedge.store.database import Store
 
+    from ..case.load import load_cases
+    from ..case.scan import iter_case_files
     from .store import db_path
 
     check_version_text(args.version)

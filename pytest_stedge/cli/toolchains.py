@@ -26,7 +26,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _toolchains(args: argparse.Namespace) -> int:
-    from pytest_stedge.toolchain import discover
+    from ..tool.discovery import discover
 
     found = discover(args.root, root_flag="--root")
     if args.json:

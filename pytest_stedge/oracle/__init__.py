@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_stedge.corpus import Case
-
+    from ..case.model import Case
     from .deploy import Deployment
 
 

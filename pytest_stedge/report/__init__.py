@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_stedge.diff import DiffReport
     from pytest_stedge.store.database import Store
+
+    from ..verdict.compare import DiffReport
 
 
 def render_run_report(store: Store, run_id: int, path: Path) -> Path:

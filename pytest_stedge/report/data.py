@@ -25,8 +25,9 @@ from .board import BOARD_METRIC_PREFIX, BoardView, board_view
 from .charts import EPOCH_KINDS, EPOCH_LABELS, Series
 
 if TYPE_CHECKING:
-    from pytest_stedge.corpus import Case
     from pytest_stedge.store.database import Store
+
+    from ..case.model import Case
 
 FAILING = ("failed", "error")
 CHART_ROWS = 60  # split long charts so each stays legible
@@ -209,8 +210,9 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
 def _reproducers(case_paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Each known bug's reproducers, from the registry of the run's corpus (if on disk)."""
     from pytest_stedge.bugs.registry import load_registry
-    from pytest_stedge.corpus import find_corpus_root
     from pytest_stedge.errors import StedgeError
+
+    from ..case.paths import find_corpus_root
 
     for path in case_paths:
         if path and Path(path).is_file():
@@ -240,8 +242,9 @@ def _bug_status(
 
 
 def _load_case_file(case_path: str) -> tuple[dict[str, Case], str]:
-    from pytest_stedge.corpus import load_cases
     from pytest_stedge.errors import StedgeError
+
+    from ..case.load import load_cases
 
     if not case_path:
         return {}, "the store does not say where this case's case.toml is"
@@ -284,7 +287,7 @@ def _plain(value: Any) -> str:
 
 
 def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[FindingView]) -> ItemView:
-    from pytest_stedge.expect import Miss, check
+    from ..verdict.expect import Miss, check
 
     result = item.get("result") or {}
     metrics: dict[str, float] = dict(item.get("metrics") or {})

@@ -13,8 +13,9 @@ from .charts import EPOCH_KINDS, Series
 from .data import CHART_ROWS, _h, chart_values, chunks, epochs_chart, slug
 
 if TYPE_CHECKING:
-    from pytest_stedge.diff import DiffReport, MetricChange
     from pytest_stedge.store.database import Store
+
+    from ..verdict.compare import DiffReport, MetricChange
 
 
 @dataclass
@@ -62,9 +63,10 @@ class DiffPage:
 
 
 def build_diff_page(report: DiffReport, store: Store) -> DiffPage:
-    """Group a :class:`~pytest_stedge.diff.DiffReport` into tables and draw its charts."""
-    from pytest_stedge.diff import KIND_ORDER
+    """Group a :class:`~pytest_stedge.verdict.compare.DiffReport` into tables and draw its charts."""
     from pytest_stedge.store.queries import version_runs
+
+    from ..verdict.compare import KIND_ORDER
 
     rank = {k.value: i for i, k in enumerate(KIND_ORDER)}
     groups: dict[tuple[str, str], list[MetricChange]] = {}

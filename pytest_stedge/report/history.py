@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_stedge.diff import Band, ChangeKind, parse_band
 from pytest_stedge.result import METRICS
 
+from ..verdict.bands import Band, parse_band
+from ..verdict.compare import ChangeKind
 from .charts import EPOCH_KINDS
 
 if TYPE_CHECKING:
@@ -326,8 +327,9 @@ def _band_texts(cols: Columns, bands: Mapping[str, Mapping[str, str]]) -> dict[t
 
 def _bands(paths: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """``case -> metric -> band`` from the case files still on disk (each read once)."""
-    from pytest_stedge.corpus import load_cases
     from pytest_stedge.errors import StedgeError
+
+    from ..case.load import load_cases
 
     out: dict[str, dict[str, str]] = {}
     loaded: dict[str, Any] = {}

@@ -150,6 +150,6 @@ def kind_rank(kind: str) -> int:
 @lru_cache(maxsize=1)
 def _kind_ranks() -> dict[str, int]:
     """The kinds' ranks, built once (kind_rank runs on every row of a diff page)."""
-    from pytest_stedge.diff import KIND_ORDER
+    from ..verdict.compare import KIND_ORDER
 
     return {k.value: i for i, k in enumerate(KIND_ORDER)}

@@ -151,8 +151,7 @@ def _write_changes(
 ) -> list[tuple[str, str, int, int, int]]:
     """changes.html: per pair of consecutive versions, regressions then improvements
     (largest first), then what moved but cannot be compared."""
-    from pytest_stedge.diff import ChangeKind
-
+    from ..verdict.compare import ChangeKind
     from .render import fmt_delta, fmt_metric, fmt_pct
 
     groups: dict[tuple[str, str, str], list[Change]] = {}

@@ -1,12 +1,13 @@
-"""The terminal listing of a :class:`pytest_stedge.diff.DiffReport` (``stedge diff``,
+"""The terminal listing of a :class:`pytest_stedge.verdict.compare.DiffReport` (``stedge diff``,
 the session summary): per case, changed metrics with old, new, delta and kind."""
 
 from __future__ import annotations
 
 import math
 
-from pytest_stedge.diff import _RANK, ChangeKind, DiffReport, MetricChange
 from pytest_stedge.report.visible import visible
+
+from ..verdict.compare import KIND_RANK, ChangeKind, DiffReport, MetricChange
 
 
 def fmt_number(metric: str, value: float | None) -> str:
@@ -45,11 +46,11 @@ def format_table(report: DiffReport, *, show_unchanged: bool = False) -> str:
         groups.setdefault((change.case_name, change.stage), []).append(change)
 
     def worst(key: tuple[str, str]) -> tuple[int, str, str]:
-        return (min(_RANK[c.kind] for c in groups[key]), *key)
+        return (min(KIND_RANK[c.kind] for c in groups[key]), *key)
 
     header = ("metric", "old", "new", "delta", "kind", "band")
     for key in sorted(groups, key=worst):
-        changes = sorted(groups[key], key=lambda c: (_RANK[c.kind], c.metric))
+        changes = sorted(groups[key], key=lambda c: (KIND_RANK[c.kind], c.metric))
         shown = [c for c in changes if show_unchanged or c.kind is not ChangeKind.UNCHANGED]
         quiet = len(changes) - len(shown)
         if not shown:

@@ -3,7 +3,7 @@
 A missed ``[expect]`` bound moves to the measured value where the item's bound is
 defined (``[expect]``, ``[expect.<stage>]``, ``[variants.<v>.expect]`` or
 ``[variants.<v>.expect.<stage>]``, following the merge rules of
-:mod:`pytest_stedge.corpus`); a regression beyond its band widens the
+:mod:`pytest_stedge.case.load`); a regression beyond its band widens the
 ``[baseline]`` band just enough to cover the change. An item of a variant writes into
 that variant's own tables only: a bound or band the case shares with every variant is
 copied into the variant and moved there (a stage table whole, as the variant's stage
@@ -25,10 +25,10 @@ from typing import Any
 import tomlkit
 from tomlkit.items import InlineTable, Item
 
-from .corpus import ALL_STAGES
-from .diff import beyond_band, parse_band
-from .errors import CaseError, StedgeError
-from .result import METRICS
+from ..case.model import ALL_STAGES
+from ..errors import CaseError, StedgeError
+from ..result import METRICS
+from .bands import beyond_band, parse_band
 
 _COUNT_UNITS = ("epochs", "nodes", "MACC")
 

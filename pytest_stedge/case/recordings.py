@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .corpus import FolderScan, scan_folder
-from .errors import CaseError
+from ..errors import CaseError
+from .scan import FolderScan, scan_folder
 
 RECORDINGS_FILE = "recordings.json"
 SCHEMA = "stedge.recordings/1"

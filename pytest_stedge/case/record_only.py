@@ -13,7 +13,7 @@ model it compiled; some public runs survive without their model, so only that md
 known). The file is looked for in the ``--stedge-models DIR`` folders (ini
 ``stedge_models``) and matched by hash, never by name alone: the oracle runs when it is
 found and skips, saying where it looked, when it is not. Toolchain items replay the
-case's recordings (:mod:`pytest_stedge.recordings`).
+case's recordings (:mod:`pytest_stedge.case.recordings`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import CaseError
+from ..errors import CaseError
 
 MODEL_KEYS = ("file", "sha256", "md5", "size", "source", "licence")
 _HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from .bugs.registry import Bug, BugRegistry
-from .bugs.signature import signature_env
-from .corpus import Case
-from .diff import ChangeKind, MetricChange, compare_results, expectation_flags
+from ..bugs.registry import Bug, BugRegistry
+from ..bugs.signature import signature_env
+from ..case.model import Case
+from ..report.table import fmt_delta, fmt_number
+from ..result import Result
+from .compare import ChangeKind, MetricChange, compare_results, expectation_flags
 from .expect import Miss, check, format_misses, summarize_miss
-from .report.table import fmt_delta, fmt_number
-from .result import Result
 
 GATING_KINDS = (ChangeKind.REGRESSED, ChangeKind.NEWLY_FAILING)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import CaseError
+from ..errors import CaseError
 
 # stedgeai options the harness sets itself (its 4.0.1 --help, ../shared/stedgeai-formats.md
 # §2.1), with what sets them; refused in `options`, as are their argparse abbreviations.

@@ -7,11 +7,9 @@ head is "newly failing" (the reverse: "fixed"); otherwise a change in the worse
 direction beyond the case's band is "regressed", one in the better direction
 beyond the band "improved" (two-sided), anything within the band "unchanged".
 
-Bands follow pytest-benchmark's compare-fail syntax without the field name:
-``"+3%"`` (relative), ``"+1024"`` (absolute, in the metric's unit), ``"0"``
-(exact: any worsening counts). A metric's band is, first found: the case's
-``[baseline]`` entry, the user's per-metric default (ini ``stedge_metric_bands``),
-:data:`NOISY_BANDS` for the validation metrics, else the session's default band.
+
+Bands (how far a metric may move) are :mod:`.bands`; the comparison of two stored runs is
+:mod:`.store_diff`.
 
 Metrics without a better direction (``epochs_hw`` / ``epochs_ec``: how the hardware
 epochs split between CPU-driven and epoch-controller ones) are listed too, as
@@ -21,18 +19,18 @@ epochs split between CPU-driven and epoch-controller ones) are listed too, as
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .errors import StedgeError
-from .result import METRICS, PRECISION_PREFIX
+from ..errors import StedgeError
+from ..result import METRICS, PRECISION_PREFIX
+from .bands import band_for, beyond_band, parse_band
 
 if TYPE_CHECKING:
-    from .corpus import Bound, Case
-    from .store.database import Store
+    from ..case.model import Bound
+    from .bands import Band
 
 
 class ChangeKind(str, Enum):
@@ -57,79 +55,7 @@ KIND_ORDER = (
     ChangeKind.NOT_COMPARABLE,
     ChangeKind.UNCHANGED,
 )
-_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
-
-BAND_HELP = "a band such as '+3%' (relative), '+1024' (absolute) or '0' (exact)"
-_BAND_RE = re.compile(r"^\s*[+±]?\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*(%?)\s*$")
-# Float noise (e.g. a cos printed with more digits by another version) is not a change.
-_EPSILON = 1e-12
-
-# Default bands of the metrics that move a little between versions on the tool's fixed
-# stimulus (seed 42): real MobileNetV2-224 int8 on the N6, 2.2.0 -> 4.0.1 (real-cases
-# n6-mobilenetv2-224-onnx-irv) moved cos 0.997552 -> 0.997453 (-0.0001), nse 0.994966 ->
-# 0.994808 (-0.00016), rmse +1.5 %, l2r +1.7 %, mae -0.2 %. Each band is ~10x that move, so
-# an accuracy collapse (cos 0.091 on a 4.0.1 TCN) stands out and rounding does not.
-# Byte, MACC and epoch counts have none: any change counts.
-NOISY_BANDS: dict[str, str] = {
-    "val_cos": "+0.001",  # cosine is in (0, 1]: an absolute band
-    "val_nse": "+0.002",  # <= 1, scale-free
-    "val_snr": "+1",  # dB; 1 dB is a 12 % move of the error's RMS
-    "val_l2r": "+15%",
-    "val_rmse": "+15%",  # in the output's unit: relative
-    "val_mae": "+15%",
-    "val_acc": "+10",  # percentage points: one sample of the tool's default 10
-    "duration_ms": "+5%",  # one board repeats within 0.1 %; printed to 1 us
-}
-
-
-class BandError(StedgeError):
-    """A baseline band string is malformed."""
-
-
-@dataclass(frozen=True)
-class Band:
-    """How far a metric may move from its baseline before the change counts.
-
-    :param value: the allowed magnitude, percent when ``relative``.
-    :param relative: a percentage of the baseline value, else an absolute amount.
-    """
-
-    value: float
-    relative: bool
-    text: str = ""
-
-    def allowed(self, old: float) -> float:
-        """The absolute amount a change from ``old`` may reach without counting."""
-        if self.relative:
-            return abs(old) * self.value / 100.0
-        return self.value
-
-    def __str__(self) -> str:
-        return self.text or (f"+{self.value:g}%" if self.relative else f"+{self.value:g}")
-
-
-def parse_band(text: str | float) -> Band:
-    """Parse ``"+3%"``, ``"5%"``, ``"+1024"`` or ``"0"`` into a :class:`Band`.
-
-    :raises BandError: naming the value and what is accepted.
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        text = str(text)
-    if not isinstance(text, str):
-        raise BandError(f"band {text!r}: expected {BAND_HELP}")
-    match = _BAND_RE.match(text)
-    if not match:
-        hint = (
-            " (a band is a magnitude: both directions are checked)"
-            if text.strip().startswith("-")
-            else ""
-        )
-        raise BandError(f"band {text!r}: expected {BAND_HELP}{hint}")
-    number = text.strip().lstrip("+±").strip().rstrip("%").strip()
-    value = float(number)
-    if not math.isfinite(value):
-        raise BandError(f"band {text!r}: expected {BAND_HELP}")
-    return Band(value=value, relative=bool(match.group(2)), text=text.strip())
+KIND_RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
 
 
 @dataclass
@@ -160,50 +86,6 @@ class MetricChange:
 def _usable(value: float | None) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
-
-def beyond_band(old: float, new: float, band: Band) -> bool:
-    """Whether ``new`` moved from ``old`` by more than ``band`` allows (either direction)."""
-    if not (math.isfinite(old) and math.isfinite(new)):
-        # snr=inf (identical outputs) to a finite figure is a move whatever the band
-        return old != new
-    allowed = band.allowed(old)
-    return abs(new - old) > allowed + _EPSILON * max(1.0, abs(old))
-
-
-def band_for(
-    metric: str,
-    bands: Mapping[str, str],
-    default_band: str,
-    metric_bands: Mapping[str, str] | None = None,
-) -> str:
-    """The band text of ``metric``: the case's, else the per-metric default (``metric_bands``,
-    :data:`NOISY_BANDS` when None), else ``default_band``."""
-    if metric in bands:
-        return bands[metric]
-    defaults = NOISY_BANDS if metric_bands is None else metric_bands
-    return defaults.get(metric, default_band)
-
-
-def parse_metric_bands(lines: Iterable[str]) -> dict[str, str]:
-    """``["val_cos=+0.005", ...]`` (ini ``stedge_metric_bands``) over :data:`NOISY_BANDS`.
-
-    :raises BandError: naming the entry and what is accepted.
-    """
-    out = dict(NOISY_BANDS)
-    for raw in lines:
-        entry = raw.strip()
-        if not entry or entry.startswith("#"):
-            continue
-        metric, sep, band = entry.partition("=")
-        metric, band = metric.strip(), band.strip()
-        if not sep or metric not in METRICS:
-            raise BandError(
-                f"metric band {entry!r}: expected METRIC=BAND with METRIC one of "
-                f"{', '.join(sorted(METRICS))}"
-            )
-        parse_band(band)
-        out[metric] = band
-    return out
 
 
 def classify(
@@ -386,7 +268,7 @@ class DiffReport:
 
     def ordered(self) -> list[MetricChange]:
         """Changes by kind (regressions first), then case, stage and metric."""
-        return sorted(self.changes, key=lambda c: (_RANK[c.kind], c.case_name, c.stage, c.metric))
+        return sorted(self.changes, key=lambda c: (KIND_RANK[c.kind], c.case_name, c.stage, c.metric))
 
     def to_json(self) -> dict[str, Any]:
         """The ``stedge diff --json`` document."""
@@ -412,121 +294,6 @@ def expectation_flags(bounds: Sequence[Bound], metrics: Mapping[str, float]) -> 
             flags[bound.metric] = bound.metric not in missed
     return flags
 
-
-def _check_groups(store: Store, names: Sequence[str]) -> None:
-    """Refuse a group that is not stored, or lacks a shard (its cases would be missing)."""
-    from .errors import StoreError
-
-    found = {g["run_group"]: g for g in store.run_groups(names)}
-    for name in names:
-        group = found.get(name)
-        if group is None:
-            known = [g["run_group"] for g in store.run_groups()][:10]
-            raise StoreError(f"no run group {name} in {store.path}; stored groups: "
-                             f"{', '.join(known) or 'none'}")
-        if group["missing"]:
-            total = group["missing"][0].split("/")[1]
-            raise StoreError(
-                f"run group {name} is incomplete: it holds shard {', '.join(group['shards'])} "
-                f"of {total}; missing {', '.join(group['missing'])} (a shard's job failed "
-                "or has not finished)"
-            )
-
-
-def diff_store(
-    store: Store,
-    base: str,
-    head: str,
-    *,
-    bands_by_case: Mapping[str, Mapping[str, str]] | None = None,
-    default_band: str = "0",
-    cases: Mapping[str, Case] | None = None,
-    run_groups: Sequence[str] | None = None,
-    metric_bands: Mapping[str, str] | None = None,
-) -> DiffReport:
-    """Compare the newest stored results of ``base`` and ``head``, case by case.
-
-    :param run_groups: only the runs of these run groups (each the shards of one CI
-        pipeline, read as one run); a group that lacks a shard is refused.
-    :param metric_bands: per-metric default bands (None: :data:`NOISY_BANDS`).
-    :param bands_by_case: ``[baseline]`` bands by case name (else taken from ``cases``).
-    :param cases: corpus cases by name; their ``[expect]`` bounds decide newly failing / fixed.
-    :raises StedgeError: when either version has no stored results (listing those stored).
-    """
-    from .errors import StoreError
-
-    if run_groups:
-        _check_groups(store, run_groups)
-    stored = store.versions()
-    missing = [v for v in (base, head) if v not in stored]
-    if missing:
-        raise StoreError(
-            f"no stored results for version {', '.join(missing)} in {store.path}; "
-            f"versions with results: {', '.join(stored) or 'none'}"
-        )
-    parse_band(default_band)  # fail early, naming the value
-    items: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for row in store.metric_rows(versions=[base, head], run_groups=run_groups):
-        key = (row["case_name"], row["stage"], row["version"])
-        item = items.setdefault(
-            key,
-            {
-                "model_sha256": row["model_sha256"],
-                "options_hash": row["options_hash"],
-                "metrics": {},
-            },
-        )
-        if row["metric"] is not None and row["value"] is not None:
-            item["metrics"][row["metric"]] = float(row["value"])
-    pairs = sorted({(c, s) for c, s, _ in items})
-    report = DiffReport(base=base, head=head)
-    for case_name, stage in pairs:
-        old = items.get((case_name, stage, base))
-        new = items.get((case_name, stage, head))
-        if old is None:
-            report.only_head.append((case_name, stage))
-            continue
-        if new is None:
-            report.only_base.append((case_name, stage))
-            continue
-        comparable, note = _comparable(old, new)
-        case = (cases or {}).get(case_name)
-        bands: Mapping[str, str] = {}
-        if bands_by_case and case_name in bands_by_case:
-            bands = bands_by_case[case_name]
-        elif case is not None:
-            bands = case.baseline
-        base_ok = head_ok = None
-        if case is not None:
-            bounds = case.bounds_for(stage)
-            base_ok = expectation_flags(bounds, old["metrics"])
-            head_ok = expectation_flags(bounds, new["metrics"])
-        report.changes += compare_results(
-            case_name,
-            stage,
-            old["metrics"],
-            new["metrics"],
-            comparable=comparable,
-            bands=bands,
-            default_band=default_band,
-            base_ok=base_ok,
-            head_ok=head_ok,
-            note=note,
-            metric_bands=metric_bands,
-        )
-    return report
-
-
-def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[bool, str]:
-    """Same model and options on both sides; an unknown identity is not assumed equal."""
-    reasons = []
-    for key, label in (("model_sha256", "model sha256"), ("options_hash", "options hash")):
-        a, b = old.get(key), new.get(key)
-        if not a or not b:
-            reasons.append(f"{label} unknown")
-        elif a != b:
-            reasons.append(f"{label} differs")
-    return (not reasons, ", ".join(reasons))
 
 
 def changes_for(report: DiffReport, kinds: Iterable[ChangeKind]) -> list[MetricChange]:

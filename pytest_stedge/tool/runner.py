@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from .corpus import Case
-from .errors import ReportParseError, ToolchainError
-from .result import Result
-from .toolchain import Install, ToolRun, run_tool, tail
+from ..case.model import Case
+from ..errors import ReportParseError, ToolchainError
+from ..result import Result
+from .discovery import Install, ToolRun, run_tool, tail
 
 _STAGE_COMMAND = {
     "generate": "generate",
@@ -201,7 +201,7 @@ def run_stage(
     Raises :class:`ToolchainError` (with the command line, the exit status and the last
     lines of output) when the tool fails, hangs, or writes nothing readable.
     """
-    from .parsers import extract_diagnostics, parse_path
+    from ..parsers import extract_diagnostics, parse_path
 
     workdir.mkdir(parents=True, exist_ok=True)
     argv = build_argv(case, stage, install, workdir, board_desc=board_desc)

@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .corpus import Bound
-from .result import METRICS
+from ..case.model import Bound
+from ..result import METRICS
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,106 @@
+"""The session's terminal summary: outcomes per case, failed items, changes against the
+baseline, expectation updates, and where the run was stored."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..store.rows import ItemRow
+from .visible import visible
+
+
+@dataclass
+class SessionSummary:
+    """What the controller gathers from item reports for the summary."""
+
+    rows: list[ItemRow] = field(default_factory=list)
+    failures: dict[str, list[str]] = field(default_factory=dict)
+    changes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (base, head)
+    updates: list[str] = field(default_factory=list)
+
+
+def write_summary(
+    terminalreporter: Any,
+    summary: SessionSummary,
+    *,
+    notes: list[str],
+    write_errors: list[str],
+    stored: str | None,
+    report_path: Path | None,
+) -> None:
+    """The ``stedge summary`` section of pytest's terminal report."""
+
+    def write(line: str, **markup: bool) -> None:  # names show their bidi controls
+        terminalreporter.write_line(visible(line, keep_newlines=True), **markup)
+
+    rows = summary.rows
+    terminalreporter.section("stedge summary")
+    by_case: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        bucket = {"error": "failed", "xpassed": "passed"}.get(row.outcome, row.outcome)
+        by_case[visible(row.case_name)][bucket] += 1
+    if by_case:
+        width = max(len("case"), *(len(c) for c in by_case))
+        known = any(c["xfailed"] for c in by_case.values())
+        header = f"{'case'.ljust(width)}  passed  failed  skipped"
+        write(header + ("  known bug" if known else ""))
+        for case in sorted(by_case):
+            counts = by_case[case]
+            line = (
+                f"{case.ljust(width)}  {counts['passed']:>6}  {counts['failed']:>6}  "
+                f"{counts['skipped']:>7}"
+            )
+            write(line + (f"  {counts['xfailed']:>9}" if known else ""))
+    if summary.failures:
+        write("")
+        write("failed items:")
+        for nodeid, lines in summary.failures.items():
+            write(f"  {nodeid}")
+            for line in lines:
+                write(f"      {line}")
+    _write_changes(write, summary.changes)
+    if summary.updates:
+        write("")
+        write("--stedge-update changed:")
+        for line in summary.updates:
+            write(f"  {line}")
+    recorded = sum(1 for r in rows if r.recorded)
+    if recorded:
+        write(f"{recorded} item(s) replayed from recorded runs")
+    for note in notes:
+        write(note)
+    for error in write_errors:
+        write(f"NOT STORED: {error}", red=True)
+    if stored is not None:
+        write(stored)
+    if report_path is not None:
+        write(f"report: {report_path}")
+
+
+def _write_changes(
+    write: Callable[..., None], changes_by_pair: dict[tuple[str, str], list[dict[str, Any]]]
+) -> None:
+    """Per case, the metrics that moved against the baseline, regressions first."""
+    from ..case.recordings import release_key
+    from ..verdict.compare import ChangeKind, DiffReport, MetricChange
+    from .table import format_table
+
+    pairs = sorted(changes_by_pair, key=lambda p: (release_key(p[1]), release_key(p[0])))
+    for base, head in pairs:
+        changes = changes_by_pair[(base, head)]
+        report = DiffReport(
+            base=base,
+            head=head,
+            changes=[MetricChange(**{**c, "kind": ChangeKind(c["kind"])}) for c in changes],
+        )
+        write("")
+        if all(c.kind is ChangeKind.UNCHANGED for c in report.changes):
+            # say so: silence would not tell "nothing moved" from "nothing was compared"
+            write(f"baseline {base}: {len(report.changes)} metrics unchanged in {head}")
+            continue
+        for line in format_table(report).splitlines():
+            write(line)
