@@ -17,8 +17,8 @@ import duckdb
 import pytest
 
 from pytest_stedge.cli.main import main
-from pytest_stedge.store.connection import written_by
 from pytest_stedge.store.database import Store
+from pytest_stedge.store.foreign import written_by
 
 HEADER = 4096  # DuckDB's main file header block
 
