@@ -22,7 +22,7 @@ import duckdb
 
 from pytest_stedge.errors import StoreBusyError, StoreError
 
-rom .foreign import is_other_release, other_release_message
+from .foreign import is_other_release, other_release_message
 
 CATALOG = "stedge"
 # No network, no extension loading behind our back (a SQLite or Parquet file given as
