@@ -38,7 +38,7 @@ from .figures import (
     checked_number,
     line_of_long_digits,
 )
-from .pool_split import split_pools
+from .pool_split import pool_entries, split_pools
 
 _KIND = {
     "NODE_HW": "hw",
@@ -249,7 +249,7 @@ def _memory(doc: dict[str, Any]) -> dict[str, Any]:
     io = _list(footprint.get("io"))
     if len(io) == 2 and all(_int(v) is not None for v in io):
         memory["io_bytes"] = [_int(io[0]), _int(io[1])]
-    pools = _pools(doc)
+    pools = pool_entries(doc)
     if pools:
         memory["pools"] = pools
     split = split_pools(doc)
@@ -261,46 +261,6 @@ def _memory(doc: dict[str, Any]) -> dict[str, Any]:
         if split.shared_pools:
             memory["shared_pools"] = list(split.shared_pools)
     return memory
-
-
-def _pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    params_by_pool: dict[int, int] = {}
-    for buf in _list(doc.get("buffers")):
-        if isinstance(buf, dict) and buf.get("is_param") is True:
-            pool_id = _int(buf.get("mpool_id"))
-            if pool_id is not None:
-                params_by_pool[pool_id] = params_by_pool.get(pool_id, 0) + (
-                    _int(buf.get("size_bytes")) or 0
-                )
-    pools = []
-    for pool in _list(doc.get("memory_pools")):
-        if not isinstance(pool, dict):
-            continue
-        # Aggregates of other pools (N6 "cpuRAM2_npuRAM3_...") would count bytes twice.
-        if _list(pool.get("subpools")):
-            continue
-        name = pool.get("name", pool.get("id", ""))
-        entry: dict[str, Any] = {"name": name if isinstance(name, str) else json.dumps(name)}
-        if pool.get("user_allocated") is True:
-            entry["user_allocated"] = True  # an I/O buffer the application provides
-        size = _int(pool.get("size_bytes"))
-        if size is not None and size >= 0:
-            entry["size_bytes"] = size
-        used = _int(pool.get("used_size_bytes"))
-        if used is not None:
-            entry["used_bytes"] = used
-            if pool.get("rights") == "ACC_READ":
-                weights: int | None = used  # read-only pools hold only constants
-            else:
-                weights = params_by_pool.get(_int(pool.get("id")) or -1)
-                if weights is None and doc.get("buffers") is not None:
-                    weights = 0
-            if weights is not None:
-                weights = min(weights, used)
-                entry["weights_bytes"] = weights
-                entry["activations_bytes"] = used - weights
-        pools.append(entry)
-    return pools
 
 
 def _nodes(doc: dict[str, Any]) -> list[dict[str, Any]]:

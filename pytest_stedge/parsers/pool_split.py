@@ -25,6 +25,7 @@ The text report prints the tool's own split per pool (``weights: 32.000 kB  acti
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,3 +149,44 @@ def compare_with_report(
         if error == 0:
             memory[key] = stated
     return diagnostics
+
+
+def pool_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Result's ``memory.pools`` of a c_info: each leaf pool, its size, use and split."""
+    params_by_pool: dict[int, int] = {}
+    for buf in _list(doc.get("buffers")):
+        if isinstance(buf, dict) and buf.get("is_param") is True:
+            pool_id = as_int(buf.get("mpool_id"))
+            if pool_id is not None:
+                params_by_pool[pool_id] = params_by_pool.get(pool_id, 0) + (
+                    as_int(buf.get("size_bytes")) or 0
+                )
+    pools = []
+    for pool in _list(doc.get("memory_pools")):
+        if not isinstance(pool, dict):
+            continue
+        # Aggregates of other pools (N6 "cpuRAM2_npuRAM3_...") would count bytes twice.
+        if _list(pool.get("subpools")):
+            continue
+        name = pool.get("name", pool.get("id", ""))
+        entry: dict[str, Any] = {"name": name if isinstance(name, str) else json.dumps(name)}
+        if pool.get("user_allocated") is True:
+            entry["user_allocated"] = True  # an I/O buffer the application provides
+        size = as_int(pool.get("size_bytes"))
+        if size is not None and size >= 0:
+            entry["size_bytes"] = size
+        used = as_int(pool.get("used_size_bytes"))
+        if used is not None:
+            entry["used_bytes"] = used
+            if pool.get("rights") == "ACC_READ":
+                weights: int | None = used  # read-only pools hold only constants
+            else:
+                weights = params_by_pool.get(as_int(pool.get("id")) or -1)
+                if weights is None and doc.get("buffers") is not None:
+                    weights = 0
+            if weights is not None:
+                weights = min(weights, used)
+                entry["weights_bytes"] = weights
+                entry["activations_bytes"] = used - weights
+        pools.append(entry)
+    return pools
