@@ -59,6 +59,7 @@ from .paths import (
 )
 from .record_only import parse_model_table
 from .scan import PathCache
+from .suggest import did_you_mean
 
 _TOP_KEYS: dict[str, str] = {
     "description": "a string",
@@ -200,7 +201,8 @@ def _build_case(
     unknown = raw.keys() - _TOP_KEYS.keys()
     if unknown:
         first = min(unknown)
-        raise fail(first, f"unknown key {first!r}; accepted keys: {', '.join(sorted(_TOP_KEYS))}")
+        raise fail(first, f"unknown key {first!r}{did_you_mean(first, _TOP_KEYS)}; "
+                          f"accepted keys: {', '.join(sorted(_TOP_KEYS))}")
 
     def string(key: str, default: str | None = None) -> str | None:
         value = raw.get(key, default)
@@ -304,7 +306,9 @@ def _neural_art(path: Path, root: Path, raw: Any, prefix: str) -> NeuralArt | No
     unknown = sorted(set(raw) - set(_NEURAL_ART_KEYS))
     if unknown:
         raise CaseError(
-            path, f"{key}.{unknown[0]}", f"unknown key; accepted: {', '.join(_NEURAL_ART_KEYS)}"
+            path, f"{key}.{unknown[0]}",
+            f"unknown key{did_you_mean(unknown[0], _NEURAL_ART_KEYS)}; "
+            f"accepted: {', '.join(_NEURAL_ART_KEYS)}"
         )
     profile = raw.get("profile", "default")
     if not isinstance(profile, str) or not profile or "@" in profile or "\0" in profile:
