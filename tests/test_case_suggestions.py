@@ -43,3 +43,24 @@ def test_an_unrelated_word_gets_no_guess(tmp_path: Path) -> None:
     with pytest.raises(CaseError) as caught:
         load_cases(path, tmp_path / "corpus")
     assert "did you mean" not in str(caught.value) and "accepted keys" in str(caught.value)
+
+
+def test_every_error_of_a_case_file_is_reported_at_once(tmp_path: Path) -> None:
+    path = _case(
+        tmp_path,
+        'stage = ["generate"]\noptions = "-O3"\n[expect]\nactivation_bytes = 100\nmacc = "many"\n',
+    )
+    with pytest.raises(CaseError) as caught:
+        load_cases(path, tmp_path / "corpus")
+    text = str(caught.value)
+    assert caught.value.key == "stage"  # the first, as before
+    for key in ("[options]", "[expect.activation_bytes]", "[expect.macc]"):
+        assert f"also {key}:" in text, text
+    assert "(4 errors in this case file)" in text
+
+
+def test_a_case_with_one_error_reads_as_before(tmp_path: Path) -> None:
+    path = _case(tmp_path, 'stage = ["generate"]\n')
+    with pytest.raises(CaseError) as caught:
+        load_cases(path, tmp_path / "corpus")
+    assert "also" not in str(caught.value) and "errors in this case file" not in str(caught.value)

@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - the pure-Python standard library parse
     import tomllib as toml_reader  # type: ignore[no-redef]
 
 from ..errors import CaseError
+from .all_errors import every_error
 from .bounds import BASELINE_HELP, EXPECT_HELP, parse_baseline_bands, parse_expectations
 from .model import STAGES, Case, NeuralArt
 from .owned_options import refuse_owned_options
@@ -134,13 +135,17 @@ def load_cases(
         raise CaseError(case_toml, None, f"cannot read the case file: {os_reason(exc)}") from None
     variants = raw.pop("variants", None)
 
-    def build(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
+    def build_once(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
         try:
             return _build_case(real, root, name, variant, values, local)
         except CaseError as exc:  # named as the user wrote it, not where a link leads
             if exc.path == case_toml:
                 raise
             raise CaseError(case_toml, exc.key, exc.message) from None
+
+    def build(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
+        prefix = f"variants.{variant}." if variant else ""
+        return every_error(lambda v: build_once(name, variant, v), values, prefix)
 
     if variants is None:
         return [build(base_name, None, raw)]
