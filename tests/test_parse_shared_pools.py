@@ -200,3 +200,74 @@ def test_an_n6_run_without_the_npu_is_neural_art_false(shared_dir: Path) -> None
     assert parse_path(npu)["neural_art"] is True
     validate = SHARED / "stedgeai-samples" / "n6-v2.0.0-xcubeai10.0-validate-target-tinyyolo"
     assert "neural_art" not in parse_path(validate / "network_null_c_info.json")
+
+
+def test_pool_entries_and_what_the_split_leaves_out(tmp_path: Path) -> None:
+    # Listed first on purpose: a virtual pool, a user I/O pool, a buffer that is no table,
+    # one naming no pool, one of 0 bytes, a parameter flag that is not the JSON true.
+    virtual = _pool(9, "npuRAM4_npuRAM5", 40_000, subpools=[2, 1])
+    user_io = _pool(8, "input_pool", 512, user_allocated=True)
+    pools = [virtual, user_io, _pool(1, "npuRAM5", 33_536), _pool(2, "npuRAM4", 1_000),
+             _pool(3, "octoFlash", 4_096, "ACC_READ"), _pool(4, "npuRAM6", 2)]  # fmt: skip
+    pools[4]["size_bytes"] = -1  # unbounded: no size in the Result
+    buffers = ["not a buffer", _buffer(1, 99, 4_000, True), _buffer(2, 4, 0, False),
+               _buffer(8, 4, 2, True),
+               {**_buffer(3, 2, 1_000, True), "is_param": "true"},
+               _buffer(4, 1, 32_768, True), _buffer(5, 1, 768, False),
+               _buffer(6, 2, 1, True), _buffer(7, 3, 4_000, True)]  # fmt: skip
+    doc = _c_info(pools, buffers, weights=37_633, activations=35_048)
+    memory = parse_path(_write(tmp_path, doc, None) / "network_c_info.json")["memory"]
+    entries = {p["name"]: p for p in memory["pools"]}
+    assert "npuRAM4_npuRAM5" not in entries  # counted through its members
+    assert entries["input_pool"]["user_allocated"] is True
+    assert (entries["npuRAM5"]["weights_bytes"], entries["npuRAM5"]["activations_bytes"]) == (
+        32_768, 768)  # fmt: skip
+    # npuRAM4: 1 B of parameters (the "true" string is no flag: 1,000 B of activations)
+    assert (entries["npuRAM4"]["weights_bytes"], entries["npuRAM4"]["activations_bytes"]) == (
+        1, 999)  # fmt: skip
+    assert entries["octoFlash"]["weights_bytes"] == 4_096 and "size_bytes" not in entries["octoFlash"]
+    assert entries["npuRAM5"]["size_bytes"] == 458_752
+    # totals: read-only 4,096 + writable parameters 32,771; writable 34,538 less those
+    assert (memory["weights_bytes"], memory["activations_bytes"]) == (36_867, 1_767)
+    # npuRAM6 holds 2 B of parameters and a buffer of 0 bytes: weights only
+    assert memory["shared_pools"] == ["npuRAM5", "npuRAM4"]
+
+
+def test_a_single_byte_of_weights_in_ram_is_enough_to_split(tmp_path: Path) -> None:
+    doc = _c_info([_pool(1, "npuRAM5", 2_049), _pool(2, "octoFlash", 100, "ACC_READ")],
+                  [_buffer(1, 1, 1, True), _buffer(2, 1, 2_048, False), _buffer(3, 2, 100, True)],
+                  weights=2_149, activations=2_049)  # fmt: skip
+    memory = parse_path(_write(tmp_path, doc, None) / "network_c_info.json")["memory"]
+    assert (memory["weights_bytes"], memory["activations_bytes"]) == (101, 2_048)
+
+
+def test_without_buffers_the_footprint_stands(tmp_path: Path) -> None:
+    doc = _c_info([_pool(1, "npuRAM5", 33_536)], [], weights=33_536, activations=33_536)
+    del doc["buffers"]
+    memory = parse_path(_write(tmp_path, doc, None) / "network_c_info.json")["memory"]
+    assert (memory["weights_bytes"], memory["activations_bytes"]) == (33_536, 33_536)
+    assert "split_from_buffers" not in memory
+
+
+def test_parameters_larger_than_the_pool_give_no_negative_activations(tmp_path: Path) -> None:
+    doc = _c_info([_pool(1, "npuRAM5", 1_000)], [_buffer(1, 1, 4_000, True)],
+                  weights=1_000, activations=1_000)  # fmt: skip
+    memory = parse_path(_write(tmp_path, doc, None) / "network_c_info.json")["memory"]
+    assert memory["activations_bytes"] == 0
+
+
+def test_report_pools_of_one_kind_and_exact_ones() -> None:
+    from pytest_stedge.parsers.pool_split import compare_with_report, report_split
+
+    # a kind no pool states is absent; the other one is still read
+    assert report_split([{"activations_bytes": 5}]) == {"activations_bytes": (5, 0)}
+    # a pool printed in bytes only carries no precision: exact, so the report's is kept
+    memory: dict[str, Any] = {"activations_bytes": 768, "shared_pools": ["npuRAM5"]}
+    found = compare_with_report(memory, [{"weights_bytes": 1, "activations_bytes": 700}], "r.txt")
+    assert memory["activations_bytes"] == 700
+    assert len(found) == 1 and "700 B;" in found[0]["message"] and "±" not in found[0]["message"]
+    rounded = compare_with_report(
+        {"weights_bytes": 10, "activations_bytes": 768},
+        [{"weights_bytes": 10, "activations_bytes": 2_000, "precision_bytes": 1,
+          "precision": {"weights_bytes": 0, "activations_bytes": 1}}], "r.txt")  # fmt: skip
+    assert len(rounded) == 1 and "2,000 B (±1 B)" in rounded[0]["message"]
