@@ -271,3 +271,25 @@ def test_report_pools_of_one_kind_and_exact_ones() -> None:
         [{"weights_bytes": 10, "activations_bytes": 2_000, "precision_bytes": 1,
           "precision": {"weights_bytes": 0, "activations_bytes": 1}}], "r.txt")  # fmt: skip
     assert len(rounded) == 1 and "2,000 B (±1 B)" in rounded[0]["message"]
+
+
+def test_pool_entries_of_pools_without_parameters_size_or_id(tmp_path: Path) -> None:
+    # a pool that is no table (listed first), a pool of 0 bytes (cpuRAM1 of the real 2.1.0
+    # mpools), one without an id, a writable pool without parameters, and a parameter
+    # buffer without a size; the read-only pool's parameters come first in the buffers.
+    no_id = _pool(0, "flexMEM", 16)
+    del no_id["id"]
+    pools = ["not a pool", _pool(1, "npuRAM5", 2_048), _pool(2, "octoFlash", 100, "ACC_READ"),
+             {**_pool(3, "cpuRAM1", 0), "size_bytes": 0}, no_id]  # fmt: skip
+    buffers = [_buffer(1, 2, 100, True), _buffer(2, 1, 1, True), _buffer(3, 1, 2_047, False),
+               {"id": 4, "name": "unsized", "mpool_id": 1, "is_param": True}]  # fmt: skip
+    doc = _c_info(pools, buffers, weights=2_148, activations=2_064)
+    memory = parse_path(_write(tmp_path, doc, None) / "network_c_info.json")["memory"]
+    entries = {p["name"]: p for p in memory["pools"]}
+    assert entries["cpuRAM1"]["size_bytes"] == 0
+    assert (entries["cpuRAM1"]["weights_bytes"], entries["cpuRAM1"]["activations_bytes"]) == (0, 0)
+    assert (entries["flexMEM"]["weights_bytes"], entries["flexMEM"]["activations_bytes"]) == (0, 16)
+    assert (entries["npuRAM5"]["weights_bytes"], entries["npuRAM5"]["activations_bytes"]) == (
+        1, 2_047)  # fmt: skip
+    # read-only 100 + 1 B in RAM; writable 2,048 + 16 less that byte
+    assert (memory["weights_bytes"], memory["activations_bytes"]) == (101, 2_063)

@@ -96,7 +96,7 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "text_runs": (
         "pytest_stedge/parsers/text_runs.py",
-        ["tests/test_parsers_real_cases.py", "tests/test_parse_layouts.py"],
+        ["tests/test_text_runs.py", "tests/test_parsers_real_cases.py"],
     ),
 }
 
