@@ -17,6 +17,7 @@ first run.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 # "...stedgeai.exe generate --model", ">>> stedgeai validate", "stm32ai analyze -m"; the
 # Developer Cloud echoes the executable twice before the command.
@@ -40,33 +41,26 @@ _SECTIONS = (
 )
 
 
-def _has_section(lines: list[str]) -> bool:
-    return any(line.lstrip().startswith(_SECTIONS) for line in lines)
-
-
 def split_runs(lines: list[str]) -> list[list[str]]:
-    """The lines of each run in ``lines`` (a single run: one list, the lines unchanged)."""
+    """The lines of each run in ``lines`` (a single run: one list, the lines unchanged).
+
+    A banner right after its echoed command line starts nothing more: the run the echo
+    started holds no report section yet.
+    """
     runs: list[list[str]] = []
+    # where report sections are, found once: a start splits when one lies since the last
+    sections = [i for i, line in enumerate(lines) if line.lstrip().startswith(_SECTIONS)]
     start = 0
-    index = 0
-    count = len(lines)
-    while index < count:
-        line = lines[index]
-        index += 1
+    for at, line in enumerate(lines):
         if not ("stedgeai" in line or "stm32ai" in line or "Core v" in line
                 or "Neural Network Tools" in line):
             continue  # most lines: no regular expression run
-        starts = bool(_COMMAND_ECHO.match(line))
-        at = index - 1
-        if not starts and _BANNER.match(line):
-            previous = lines[at - 1] if at else ""
-            starts = not _COMMAND_ECHO.match(previous)  # else the echo already started it
-        if starts and at > start and _has_section(lines[start:at]):
+        starts = _COMMAND_ECHO.match(line) or _BANNER.match(line)
+        if starts and bisect_left(sections, start) < bisect_left(sections, at):
             runs.append(lines[start:at])
             start = at
     runs.append(lines[start:])
     return runs
-
 
 def echoed_command(lines: list[str]) -> str | None:
     """The command of the first echoed command line (a run that failed before its report)."""
