@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 class StedgeError(Exception):
@@ -77,6 +78,31 @@ class ReportParseError(StedgeError):
         self.message = message
         where = f"{self.path}" + (f":{line}" if line is not None else "")
         super().__init__(f"{where}: {message}")
+
+
+class SeveralRunsError(ReportParseError):
+    """A file or folder holds several runs of the tool: a Result is one run, never a merge.
+
+    ``runs`` holds each run's Result, in the order the tool made them; ``parse_runs``
+    returns them, ``stedge parse`` prints each and ``stedge ingest --run N`` takes one.
+    """
+
+    def __init__(self, path: Path | str, runs: list[dict[str, Any]]) -> None:
+        self.runs = runs
+        listed = "; ".join(f"run {i}: {describe_run(r)}" for i, r in enumerate(runs, 1))
+        super().__init__(
+            path,
+            f"holds {len(runs)} runs of the tool ({listed}); a Result is one run: "
+            "`stedge parse` prints each, `stedge ingest --run N` stores one",
+        )
+
+
+def describe_run(result: dict[str, Any]) -> str:
+    """``generate 4.0.1 (network_generate_report.txt)``: how a run is named to a user."""
+    version = (result.get("tool") or {}).get("version")
+    names = sorted({Path(s).name for s in result.get("sources") or []})
+    where = f" ({', '.join(names)})" if names else ""
+    return f"{result.get('command', 'unknown')}{' ' + version if version else ''}{where}"
 
 
 class StoreError(StedgeError):

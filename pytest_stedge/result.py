@@ -17,13 +17,17 @@ Rounded figures: a figure the tool printed only rounded (``3.936 MB`` in an N6 r
 without its section table) is stored as the rounded byte count, and
 ``memory.precision[<key>]`` says by how many bytes it may be off (half its last printed
 digit, rounded up); exact figures have no entry. Pools read from such a report carry
-``precision_bytes``. The flat metrics carry it as ``precision:<metric>``, so that the
+``precision_bytes`` (the largest error of their figures) and ``precision`` (the error of
+their ``weights_bytes`` and ``activations_bytes`` each: ``768  B`` is exact). The flat metrics carry it as ``precision:<metric>``, so that the
 diff and the gate never call a change inside the rounding a regression.
 
 Also: ``epochs.ec_blobs`` (epoch-controller blobs the run compiled); ``epochs.list[].blob``
 (an EC blob of a c_info whose epochs the file does not list); ``run.service_dir``
 (Developer Cloud's ``rootDir-<uuid>``: the files of one run name the same one);
-``memory.pools[].user_allocated`` (an I/O buffer pool the application allocates).
+``memory.pools[].user_allocated`` (an I/O buffer pool the application allocates);
+``memory.split_from_buffers`` (the per-kind figures were split from the c_info's pools and
+buffers: weights placed in RAM, where ``memory_footprint`` counts a pool in both kinds) and
+``memory.shared_pools`` (the pools holding weights and activations).
 
 ``memory.activations_bytes`` is the activation memory the tool allocates: user-allocated
 I/O buffers are in ``io_bytes``, not in it, as c_info ``memory_footprint``, report.json

@@ -179,3 +179,20 @@ def postgres_store(postgres_server: Any, request: pytest.FixtureRequest) -> str:
 
     name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
     return str(postgres_server.create_database(name))
+
+
+def built_run(path: Path) -> dict[str, Any]:
+    """Of the runs a file or folder holds (a log with a generate and a validate), the one
+    that built the model: its figures (memory, MACC, epochs) are the deployed graph's."""
+    from pytest_stedge.parsers import parse_runs
+
+    runs = parse_runs(path)
+    return next((r for r in runs if r["command"] != "validate"), runs[0])
+
+
+def validate_run(path: Path) -> dict[str, Any]:
+    """Of the runs a file or folder holds, the validate (the last run when there is none)."""
+    from pytest_stedge.parsers import parse_runs
+
+    runs = parse_runs(path)
+    return next((r for r in runs if r["command"] == "validate"), runs[-1])

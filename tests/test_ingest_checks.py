@@ -48,7 +48,8 @@ def test_a_real_pair_is_stored_as_a_recorded_run(
     tcn = real / "n6-packetqc-tcn-qwen2" / "tcn"
     corpus = _corpus(tmp_path, "tcn", tcn / "model_npu_int8.onnx")
     db = tmp_path / "db.duckdb"
-    assert _ingest(str(tcn / "4.0.0"), "--version", "4.0.0", "--case", "tcn",
+    # the folder holds an analyze console and a generate: run 2 is the generate
+    assert _ingest(str(tcn / "4.0.0"), "--version", "4.0.0", "--case", "tcn", "--run", "2",
                    "--corpus", str(corpus), "--db", str(db)) == 0
     out = capsys.readouterr().out
     assert "recorded as run 1" in out
@@ -78,7 +79,8 @@ def test_a_model_hash_mismatch_is_refused_naming_both_hashes(
     ours = hashlib.md5((corpus / "cnn" / "model.onnx").read_bytes()).hexdigest()
     db = tmp_path / "db.duckdb"
     tcn = real / "n6-packetqc-tcn-qwen2" / "tcn" / "4.0.0"
-    args = [str(tcn), "--version", "4.0.0", "--case", "cnn", "--corpus", str(corpus), "--db", str(db)]
+    args = [str(tcn), "--version", "4.0.0", "--case", "cnn", "--run", "2", "--corpus", str(corpus),
+            "--db", str(db)]
     assert _ingest(*args) == 2
     err = capsys.readouterr().err
     assert f"MD5 0x{TCN_MD5}" in err and f"MD5 0x{ours}" in err and "--force" in err
@@ -98,7 +100,8 @@ def test_a_version_banner_mismatch_and_latest_are_refused(
     tcn = real / "n6-packetqc-tcn-qwen2" / "tcn"
     corpus = _corpus(tmp_path, "tcn", tcn / "model_npu_int8.onnx")
     db = tmp_path / "db.duckdb"
-    base = [str(tcn / "4.0.0"), "--case", "tcn", "--corpus", str(corpus), "--db", str(db)]
+    base = [str(tcn / "4.0.0"), "--case", "tcn", "--run", "2", "--corpus", str(corpus),
+            "--db", str(db)]
     assert _ingest(*base, "--version", "4.0.1") == 2
     err = capsys.readouterr().err
     assert "the outputs say stedgeai 4.0.0, --version says 4.0.1" in err
@@ -113,8 +116,8 @@ def test_a_second_ingest_needs_replace_and_history_is_kept(
     tcn = real / "n6-packetqc-tcn-qwen2" / "tcn"
     corpus = _corpus(tmp_path, "tcn", tcn / "model_npu_int8.onnx")
     db = tmp_path / "db.duckdb"
-    args = [str(tcn / "4.0.0"), "--version", "4.0.0", "--case", "tcn", "--corpus", str(corpus),
-            "--db", str(db)]
+    args = [str(tcn / "4.0.0"), "--version", "4.0.0", "--case", "tcn", "--run", "2",
+            "--corpus", str(corpus), "--db", str(db)]
     assert _ingest(*args) == 0
     assert _ingest(*args) == 2
     err = capsys.readouterr().err
@@ -134,10 +137,12 @@ def test_two_ingested_versions_diff_report_and_dashboard_at_once(
 ) -> None:
     conv = real / "n6-micro-convs-4flows" / "conv2d_16f_3x3"
     corpus = _corpus(tmp_path, "conv", conv / "baseline_conv2d_16f_3x3_int8.tflite",
-                     '["validate-target"]')
+                     '["generate"]')
     db = tmp_path / "db.duckdb"
-    for folder, version in (("2.2.0-cubemx-target", "2.2.0"), ("4.0.0-devcloud", "4.0.0")):
-        assert _ingest(str(conv / folder), "--version", version, "--case", "conv",
+    for folder, version in (("2.2.0-devcloud", "2.2.0"), ("4.0.0-devcloud", "4.0.0")):
+        # each Dev Cloud console holds the generate and the validate on the board: run 1 is
+        # the generate (the 4.0.0 validate prints no summary, hence no model hash to check)
+        assert _ingest(str(conv / folder), "--version", version, "--case", "conv", "--run", "1",
                        "--corpus", str(corpus), "--db", str(db)) == 0
     capsys.readouterr()
     monkeypatch.chdir(tmp_path)
@@ -161,7 +166,7 @@ def test_a_validate_target_recording_replays_without_a_board(
                      '["validate-target"]')
     db = tmp_path / "db.duckdb"
     assert _ingest(str(conv / "2.2.0-cubemx-target"), "--version", "2.2.0", "--case", "conv",
-                   "--corpus", str(corpus), "--db", str(db)) == 0
+                   "--run", "2", "--corpus", str(corpus), "--db", str(db)) == 0
     result = pytester.runpytest_subprocess(
         str(corpus), "--stedge-version", "2.2.0", "--stedge-db", str(db), "-v",
         "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
@@ -172,3 +177,29 @@ def test_a_validate_target_recording_replays_without_a_board(
         item = store.latest_item("conv", "validate-target", "2.2.0")
     assert item is not None and item["outcome"] == "passed" and item["recorded"] is True
     assert item["metrics"]["val_cos"] > 0.9
+
+
+def test_outputs_of_several_runs_are_never_stored_as_one(
+    real: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An AI Studio log: a generate, then the validate on the board (its summary prints the
+    # validation front end's MACC and sizes): without --run nothing is stored, the runs
+    # are listed; --run 1 stores the generate, with the generate's figures only.
+    conv = real / "n6-micro-convs-4flows" / "conv2d_16f_3x3"
+    corpus = _corpus(tmp_path, "conv", conv / "baseline_conv2d_16f_3x3_int8.tflite")
+    db = tmp_path / "db.duckdb"
+    log = conv / "4.0.0-aistudio" / "conv2d_16f_3x3.txt"
+    args = [str(log), "--version", "4.0.0", "--case", "conv", "--corpus", str(corpus),
+            "--db", str(db)]
+    assert _ingest(*args) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 runs; store one with --run N" in err
+    assert "1: generate 4.0.0 (conv2d_16f_3x3.txt)" in err
+    assert "2: validate 4.0.0 (conv2d_16f_3x3.txt)" in err
+    assert not db.exists()
+    assert _ingest(*args, "--run", "3") == 2
+    assert "--run 3, but it holds 2 run(s)" in capsys.readouterr().err
+    assert _ingest(*args, "--run", "1", "--force") == 0
+    with Store.open(db, read_only=True) as store:
+        item = store.latest_item("conv", "generate", "4.0.0")
+    assert item is not None and "val_cos" not in item["metrics"]

@@ -200,6 +200,7 @@ def test_a_pool_with_an_unreadable_size_keeps_its_other_figures() -> None:
         "weights_bytes": 0,
         "activations_bytes": 274_432,
         "precision_bytes": 1,
+        "precision": {"weights_bytes": 0, "activations_bytes": 1},  # "0  B" is exact
     }
     assert "precision_bytes" not in ram1  # whole bytes: exact
     assert usage["pool_sums"]["activations_bytes"] == (274_432, pytest.approx(0.512))

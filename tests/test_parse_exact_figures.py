@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import built_run
 
 from pytest_stedge.case.model import Case
 from pytest_stedge.errors import ReportParseError
@@ -70,14 +71,14 @@ EXACT_FROM_SECTION_TABLE = [
 def test_the_section_table_beats_the_rounded_totals(
     shared_dir: Path, path: Path, weights: int, activations: int
 ) -> None:
-    memory = parse_path(path)["memory"]
+    memory = built_run(path)["memory"]
     assert (memory["weights_bytes"], memory["activations_bytes"]) == (weights, activations)
     assert "precision" not in memory  # exact: nothing is approximate
 
 
 def test_a_report_folder_gives_the_exact_figure_of_its_section_table(shared_dir: Path) -> None:
     # the folder's c_info comes from validate and has no memory_footprint
-    result = parse_path(MICRO / "conv2d_32f_7x7/2.2.0-cubemx-target")
+    result = built_run(MICRO / "conv2d_32f_7x7/2.2.0-cubemx-target")
     assert result["memory"]["activations_bytes"] == 1_323_008
     assert flat_metrics(result)["activations_bytes"] == 1_323_008
 
@@ -155,7 +156,7 @@ Total:                                             0.516 MB                     
 def test_only_an_mb_total_is_approximate_to_half_a_thousandth_of_an_mb(tmp_path: Path) -> None:
     path = tmp_path / "network_generate_report.txt"
     path.write_text(MB_ONLY)
-    memory = parse_path(path)["memory"]
+    memory = built_run(path)["memory"]
     assert memory["activations_bytes"] == 1_323_303  # round(1.262 * 1024 * 1024)
     assert memory["precision"] == {"weights_bytes": 1, "activations_bytes": 525}
 
@@ -163,7 +164,7 @@ def test_only_an_mb_total_is_approximate_to_half_a_thousandth_of_an_mb(tmp_path:
 def test_pools_printed_in_kb_beat_a_total_printed_in_mb(tmp_path: Path) -> None:
     path = tmp_path / "network_generate_report.txt"
     path.write_text(POOLS_IN_KB)
-    memory = parse_path(path)["memory"]
+    memory = built_run(path)["memory"]
     # 256 kB + 268 kB = 536,576 B to within 2 x 0.512 B; "0.512 MB" is 536,871 B +-524
     assert memory["activations_bytes"] == 536_576
     assert memory["precision"]["activations_bytes"] == 2

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import built_run, validate_run
 
 from pytest_stedge.errors import ReportParseError
 from pytest_stedge.parsers import parse_path
@@ -65,7 +66,7 @@ TEXT_EPOCHS = {
 @pytest.mark.parametrize("name", sorted(TEXT_EPOCHS))
 def test_the_hw_ec_split_the_text_report_alone_states(shared_dir: Path, name: str) -> None:
     """c_info outranks the text in a folder: read alone, the text must give the same split."""
-    epochs = parse_path(SHARED / name)["epochs"]
+    epochs = built_run(SHARED / name)["epochs"]
     expected = TEXT_EPOCHS[name]
     assert tuple(epochs[k] for k in ("total", "hw", "ec", "sw", "hybrid")) == expected[:5]
     assert epochs.get("ec_blobs") == expected[5]
@@ -86,7 +87,7 @@ def test_the_hw_ec_split_the_text_report_alone_states(shared_dir: Path, name: st
     ],
 )  # fmt: skip
 def test_software_ops_the_text_report_alone_names(shared_dir: Path, name: str, ops: list[str]) -> None:
-    result = parse_path(SHARED / name)
+    result = built_run(SHARED / name)
     assert result["software_ops"] == ops
     hardware = [e for e in result["epochs"]["list"] if e["kind"] == "hw"]
     assert all(e["ops"] == [] for e in hardware)  # the 2.x list names SW operators only
@@ -95,7 +96,7 @@ def test_software_ops_the_text_report_alone_names(shared_dir: Path, name: str, o
 def test_ec_ranges_stay_blobs_and_are_never_counted_as_epochs(shared_dir: Path) -> None:
     # yolov8n: 10 EC rows ("epochs 1 -> 51" ... "<no executed epochs>") whose id ranges add up
     # to 110, while the report counts 95 HW/EC epochs: the counts come from its summary lines
-    result = parse_path(CASES / "n6-yolo-micro-onnx/yolov8n_micro_224/4.0.1-aistudio")
+    result = built_run(CASES / "n6-yolo-micro-onnx/yolov8n_micro_224/4.0.1-aistudio")
     listing = result["epochs"]["list"]
     ranges = [e for e in listing if "to" in e]
     assert sum(e["to"] - e["id"] + 1 for e in ranges) == 110
@@ -348,7 +349,7 @@ def test_a_dev_cloud_console_beside_its_own_report_is_one_run(
     if not sections:  # only the rounded "1.512 MB" total, as 3.x reports without the table
         report = "\n".join(line for line in report.splitlines() if not line.startswith("\t"))
     (tmp_path / "network_generate_report.txt").write_text(report)
-    result = parse_path(tmp_path)
+    result = built_run(tmp_path)  # the console's generate run, beside its own report
     assert result["command"] == "generate"
     memory = result["memory"]
     # exact figures of the console's summary, whatever the report rounded
@@ -393,11 +394,17 @@ def test_two_dev_cloud_runs_in_one_folder_are_still_refused(
 def test_the_validate_summary_never_gives_the_generate_figures(
     shared_dir: Path, run: Path, weights: int, activations: int, macc: int | None
 ) -> None:
-    result = parse_path(run)
-    assert result["command"] == "validate"
+    # Two runs (a generate and the validate of an NPU model): the figures are the
+    # generate's; the validate's front-end summary gives none, in neither run.
+    result = built_run(run)
+    assert result["command"] == "generate"
     assert result["memory"]["weights_bytes"] == weights
     assert result["memory"]["activations_bytes"] == activations
     assert result.get("macc") == macc
+    validated = validate_run(run)
+    assert validated["command"] == "validate"
+    assert "weights_bytes" not in validated.get("memory", {})
+    assert "epochs" not in validated
 
 
 def test_an_mcu_validate_report_keeps_its_summary_figures(shared_dir: Path) -> None:

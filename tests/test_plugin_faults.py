@@ -43,7 +43,8 @@ def _run(pytester: pytest.Pytester, corpus: Path, installs: Path, db: Path, *arg
         ),
         (
             "model = 'model.onnx'\ntarget = 'stm32n6'\n[expect]\nactivations = { max = 1 }",
-            "*bad/case.toml: [[]expect.activations]: unknown metric 'activations'; accepted: *activations_bytes*",
+            ("*bad/case.toml: [[]expect.activations]: unknown metric 'activations' (did you mean "
+            "'activations_*'?); accepted: *activations_bytes*"),
         ),
         (
             "model = 'model.onnx'\ntarget = 'stm32n6'\n[expect]\nmacc = { max = 'lots' }",

@@ -115,15 +115,17 @@ def test_replay_reports_the_conv1x1_activation_regression_with_its_figures(
     out = replayed["out"]
     assert replayed["rc"] == 0, out[-3000:]  # every regression is a known finding: xfailed
     assert "stedge diff 2.2.0 -> 4.0.0:" in out
-    block = out[out.index("n6-micro-conv2d-1x1/devcloud [validate-target]"):]
+    # Each Developer Cloud log holds a generate and the validate on the board: the memory
+    # figures are the generate run's, replayed as its own stage.
+    block = out[out.index("n6-micro-conv2d-1x1/devcloud [generate]"):]
     first = block.splitlines()[2]
     # Developer Cloud logs: 12,320 B (2.2.0-20266) -> 143,360 B (4.0.0-20500), x11.6
     assert first.split() == ["activations_bytes", "12,320", "143,360", "+131,040", "(+1063.6%)",
                              "REGRESSED", "0"]
-    assert ("n6-micro-conv2d-1x1/case.toml::validate-target[devcloud-4.0.0]"
+    assert ("n6-micro-conv2d-1x1/case.toml::generate[devcloud-4.0.0]"
             " - known bug n6-conv1x1-activations-4.0.0") in out
     # improvements are listed too: depthwise 3x3 activations 24,576 -> 12,291 B, 3 -> 1 epochs
-    depthwise = out[out.index("n6-micro-depthwise-3x3/devcloud [validate-target]"):]
+    depthwise = out[out.index("n6-micro-depthwise-3x3/devcloud [generate]"):]
     lines = [line.split() for line in depthwise.splitlines()[:12]]
     assert ["activations_bytes", "24,576", "12,291", "-12,285", "(-50.0%)", "improved", "0"] in lines
     assert ["epochs_total", "3", "1", "-2", "(-66.7%)", "improved", "0"] in lines
@@ -132,7 +134,7 @@ def test_replay_reports_the_conv1x1_activation_regression_with_its_figures(
 def test_replay_gates_only_comparable_pairs(replayed: dict[str, Any]) -> None:
     out = replayed["out"]
     # MobileNetV2 224: another file revision (ir_version byte) and another profile in 4.0.1
-    block = out[out.index("n6-mobilenetv2-224-int8 [validate-target]"):]
+    block = out[out.index("n6-mobilenetv2-224-int8 [generate]"):]
     weights = next(line for line in block.splitlines() if line.strip().startswith("weights_bytes"))
     assert "4,137,361" in weights and "3,669,793" in weights and "not comparable" in weights
     assert "model differs and options differ from 2.2.0" in weights
@@ -196,7 +198,7 @@ def test_changes_page_lists_real_changes_largest_first(replayed: dict[str, Any],
     regressions = page[page.index("2.2.0 → 4.0.0: regressed"):page.index("2.2.0 → 4.0.0: improved")]
     # the 1x1 conv's x11.6 is the largest regression of the release, listed first
     assert regressions.split("runs", 1)[1].split()[:6] == [
-        "n6-micro-conv2d-1x1/devcloud", "validate-target", "activations_bytes",
+        "n6-micro-conv2d-1x1/devcloud", "generate", "activations_bytes",
         "12,320", "B", "143,360"]
     bug = Page(next((index.parent / "bugs").glob("n6-conv1x1-activations-4.0.0-*.html")))
     assert "https://github.com/Magnus3327/stm32n6-edge-ai-benchmarks/blob/" in " ".join(bug.links())

@@ -4,6 +4,7 @@ once), run groups in the store and in `stedge diff`, and xdist workers on other 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,10 @@ from pytest_stedge.store.database import Store
 
 TWO_STAGES = SIMPLE_CASE.replace('stages = ["generate"]', 'stages = ["generate", "analyze"]')
 CASES = {f"m{i}": TWO_STAGES for i in range(7)}
+
+# The `stedge` of the interpreter running the tests, not whatever PATH finds: the suite
+# must pass without an activated venv.
+STEDGE = str(Path(sys.executable).with_name("stedge"))
 
 
 def _collect(pytester: pytest.Pytester, corpus: Path, installs: Path, *args: str) -> list[str]:
@@ -70,7 +75,7 @@ def test_shards_of_a_run_group_are_stored_as_one_logical_run_and_diffed_as_one(
             )
             assert result.ret == 0, result.stdout.str()
             result.stdout.fnmatch_lines([f"stored as run * (run group pipe-{version}) in *"])
-    listed = pytester.run("stedge", "runs", "--db", str(db))
+    listed = pytester.run(STEDGE, "runs", "--db", str(db))
     assert [line.split("group ")[1] for line in listed.stdout.lines if "group" in line] == [
         "pipe-4.0.1 shard 2/2", "pipe-4.0.1 shard 1/2", "pipe-3.0.0 shard 2/2",
         "pipe-3.0.0 shard 1/2"]
@@ -80,7 +85,7 @@ def test_shards_of_a_run_group_are_stored_as_one_logical_run_and_diffed_as_one(
         ("pipe-4.0.1", ["1/2", "2/2"], 8), ("pipe-3.0.0", ["1/2", "2/2"], 8)]
     assert all(g["complete"] for g in groups)
     # diff of two groups: every case of both shards compared, as one run each
-    result = pytester.run("stedge", "diff", "3.0.0", "4.0.1", "--db", str(db), "--json",
+    result = pytester.run(STEDGE, "diff", "3.0.0", "4.0.1", "--db", str(db), "--json",
                           "--group", "pipe-3.0.0", "--group", "pipe-4.0.1")
     assert result.ret in (0, 1), result.stderr.str()
     import json
@@ -92,7 +97,7 @@ def test_shards_of_a_run_group_are_stored_as_one_logical_run_and_diffed_as_one(
         run_id = store.begin_run(argv=["x"], versions=["4.0.1"], run_group="half",
                                  shard="1/2")
         store.finish_run(run_id, status="passed", exitstatus=0)
-    result = pytester.run("stedge", "diff", "3.0.0", "4.0.1", "--db", str(db),
+    result = pytester.run(STEDGE, "diff", "3.0.0", "4.0.1", "--db", str(db),
                           "--group", "pipe-3.0.0", "--group", "half")
     assert result.ret == 2
     result.stderr.fnmatch_lines([("stedge: error: run group half is incomplete: it holds "

@@ -112,6 +112,14 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         "pytest_stedge/parsers/report_n6.py",
         ["tests/test_parse_samples.py", "tests/test_parsers_real_cases.py"],
     ),
+    "pool_split": (
+        "pytest_stedge/parsers/pool_split.py",
+        ["tests/test_parse_shared_pools.py", "tests/test_parse_samples.py"],
+    ),
+    "text_runs": (
+        "pytest_stedge/parsers/text_runs.py",
+        ["tests/test_text_runs.py", "tests/test_parsers_real_cases.py"],
+    ),
 }
 
 EQUIVALENT_FILE = ROOT / "tools" / "mutation_equivalent.toml"

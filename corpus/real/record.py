@@ -31,8 +31,7 @@ from runs import CASES, RealCase, Run
 
 from pytest_stedge.case.recordings import SCHEMA, options_hash
 from pytest_stedge.cli.ingest import stage_of
-from pytest_stedge.parsers import parse_file
-from pytest_stedge.parsers.folder import merge
+from pytest_stedge.parsers.folder import merge, parse_file_runs
 
 # Options that name files, folders, the C name, the board's port or the log's verbosity:
 # they do not change what the tool compiles, so two runs differing only there compare.
@@ -142,10 +141,35 @@ def normalised_result(result: dict[str, Any], stage: str) -> dict[str, Any]:
     return out
 
 
-def record_run(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str, SourceFile]]
-               ) -> dict[str, Any]:
-    """One run: parsed from its files, with provenance; refuses a file SOURCE.txt does not
-    describe or whose md5 differs from it."""
+def record_runs(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str, SourceFile]]
+                ) -> list[dict[str, Any]]:
+    """The recordings of a Run's files: one per run of the tool they hold (an AI Studio log
+    or a Dev Cloud console holds a generate, then the validate on the board), each
+    recorded as its own stage and read from its own files only, never merged."""
+    per_file = [parse_file_runs(real / rel) for rel in run.files]
+    commands = list(dict.fromkeys(_command(r) for results in per_file for r in results))
+    if len(commands) < 2:
+        return [record_run(case, run, real, sources)]
+    records = []
+    for command in commands:
+        files = tuple(rel for rel, results in zip(run.files, per_file)
+                      if any(_command(r) == command for r in results))
+        stage = run.stage if command == "validate" else None
+        records.append(record_run(case, Run(run.variant, run.version, files, run.flow, stage),
+                                  real, sources, command))
+    return records
+
+
+def _command(result: dict[str, Any]) -> str:
+    if any(s.endswith((".npz", ".csv")) for s in result.get("sources", [])):
+        return "validate"
+    return str(result.get("command"))
+
+
+def record_run(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str, SourceFile]],
+               command: str | None = None) -> dict[str, Any]:
+    """One run: parsed from its files (the runs of ``command`` only, where given), with
+    provenance; refuses a file SOURCE.txt does not describe or whose md5 differs from it."""
     parsed = []
     provenance_files = []
     for rel in run.files:
@@ -157,7 +181,8 @@ def record_run(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str
         actual = md5_of(path)
         if actual != entry.md5:
             raise SystemExit(f"{rel}: md5 {actual} differs from SOURCE.txt's {entry.md5}")
-        parsed.append(parse_file(path))
+        parsed.append(next(r for r in parse_file_runs(path)
+                           if command is None or _command(r) == command))
         provenance_files.append({
             "repository": entry.repository, "commit": entry.commit, "path": entry.path,
             "size": entry.size, "md5": entry.md5, "url": blob_url(entry),
@@ -307,7 +332,7 @@ def build(shared: Path) -> dict[Path, str]:
         model = model_table(case, real, sources)
         runs = []
         for run in case.runs:
-            runs.append(record_run(case, run, real, sources))
+            runs.extend(record_runs(case, run, real, sources))
         runs.sort(key=lambda r: (r["case"], r["stage"], r["version"]))
         keys = [(r["case"], r["stage"], r["version"]) for r in runs]
         if len(set(keys)) != len(keys):

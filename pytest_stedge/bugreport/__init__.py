@@ -6,7 +6,7 @@ the passing version made inside the folder, so their command lines and outputs h
 relative paths only; the figures side by side; the bisection and the first diverging
 epoch where known), keeping it self-contained (``paths``: the folder's own prefix and
 the install's are rewritten, and anything else absolute is refused), and the Markdown
-post shaped like a good forum report (``post``).
+post shaped like a good forum report (``post``), both from the records of ``records``.
 
 May import ``errors``, ``result``, ``case``, ``tool`` (to run a stage), ``verdict`` (the
 expectations a run missed), ``bisect`` and ``oracle`` (the divergence search). The CLI

@@ -13,7 +13,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .folder import Report, VersionRun
+    from .records import Report, VersionRun
 
 _SHOWN = ("val_cos", "val_snr", "val_l2r", "val_rmse", "val_acc", "activations_bytes",
           "weights_bytes", "epochs_total", "epochs_sw", "epochs_hybrid", "macc")

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import CaseError
 from ..result import METRICS
 from .model import ALL_STAGES, EXPECT_BOUNDS, Bound
+from .suggest import did_you_mean
 
 _BOUND_NAMES = frozenset(EXPECT_BOUNDS)
 _LIMIT_NAMES = frozenset(("min", "max", "exact"))
@@ -37,7 +38,8 @@ def parse_expectations(path: Path, raw: Any, prefix: str) -> dict[str, tuple[Bou
 def parse_bound(path: Path, key: str, metric: str, raw: Any) -> Bound:
     if metric not in METRICS:
         raise CaseError(
-            path, key, f"unknown metric {metric!r}; accepted: {', '.join(sorted(METRICS))}"
+            path, key, f"unknown metric {metric!r}{did_you_mean(metric, METRICS)}; "
+            f"accepted: {', '.join(sorted(METRICS))}"
         )
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         if not math.isfinite(raw):
@@ -80,7 +82,8 @@ def parse_baseline_bands(path: Path, raw: Any, prefix: str) -> dict[str, str]:
         key = f"{prefix}baseline.{metric}"
         if metric not in METRICS:
             raise CaseError(
-                path, key, f"unknown metric {metric!r}; accepted: {', '.join(sorted(METRICS))}"
+                path, key, f"unknown metric {metric!r}{did_you_mean(metric, METRICS)}; "
+                f"accepted: {', '.join(sorted(METRICS))}"
             )
         if isinstance(band, (int, float)) and not isinstance(band, bool):
             band = str(band)

@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - the pure-Python standard library parse
     import tomllib as toml_reader  # type: ignore[no-redef]
 
 from ..errors import CaseError
+from .all_errors import every_error
 from .bounds import BASELINE_HELP, EXPECT_HELP, parse_baseline_bands, parse_expectations
 from .model import STAGES, Case, NeuralArt
 from .owned_options import refuse_owned_options
@@ -59,6 +60,7 @@ from .paths import (
 )
 from .record_only import parse_model_table
 from .scan import PathCache
+from .suggest import did_you_mean
 
 _TOP_KEYS: dict[str, str] = {
     "description": "a string",
@@ -133,13 +135,17 @@ def load_cases(
         raise CaseError(case_toml, None, f"cannot read the case file: {os_reason(exc)}") from None
     variants = raw.pop("variants", None)
 
-    def build(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
+    def build_once(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
         try:
             return _build_case(real, root, name, variant, values, local)
         except CaseError as exc:  # named as the user wrote it, not where a link leads
             if exc.path == case_toml:
                 raise
             raise CaseError(case_toml, exc.key, exc.message) from None
+
+    def build(name: str, variant: str | None, values: Mapping[str, Any]) -> Case:
+        prefix = f"variants.{variant}." if variant else ""
+        return every_error(lambda v: build_once(name, variant, v), values, prefix)
 
     if variants is None:
         return [build(base_name, None, raw)]
@@ -200,7 +206,8 @@ def _build_case(
     unknown = raw.keys() - _TOP_KEYS.keys()
     if unknown:
         first = min(unknown)
-        raise fail(first, f"unknown key {first!r}; accepted keys: {', '.join(sorted(_TOP_KEYS))}")
+        raise fail(first, f"unknown key {first!r}{did_you_mean(first, _TOP_KEYS)}; "
+                          f"accepted keys: {', '.join(sorted(_TOP_KEYS))}")
 
     def string(key: str, default: str | None = None) -> str | None:
         value = raw.get(key, default)
@@ -304,7 +311,9 @@ def _neural_art(path: Path, root: Path, raw: Any, prefix: str) -> NeuralArt | No
     unknown = sorted(set(raw) - set(_NEURAL_ART_KEYS))
     if unknown:
         raise CaseError(
-            path, f"{key}.{unknown[0]}", f"unknown key; accepted: {', '.join(_NEURAL_ART_KEYS)}"
+            path, f"{key}.{unknown[0]}",
+            f"unknown key{did_you_mean(unknown[0], _NEURAL_ART_KEYS)}; "
+            f"accepted: {', '.join(_NEURAL_ART_KEYS)}"
         )
     profile = raw.get("profile", "default")
     if not isinstance(profile, str) or not profile or "@" in profile or "\0" in profile:

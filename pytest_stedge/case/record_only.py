@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CaseError
+from .suggest import did_you_mean
 
 MODEL_KEYS = ("file", "sha256", "md5", "size", "source", "licence")
 _HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
@@ -65,7 +66,8 @@ def parse_model_table(path: Path, key: str, raw: Mapping[str, Any]) -> ModelSour
     unknown = sorted(set(raw) - set(MODEL_KEYS))
     if unknown:
         raise CaseError(
-            path, f"{key}.{unknown[0]}", f"unknown key; accepted: {', '.join(MODEL_KEYS)}"
+            path, f"{key}.{unknown[0]}",
+            f"unknown key{did_you_mean(unknown[0], MODEL_KEYS)}; accepted: {', '.join(MODEL_KEYS)}"
         )
 
     def text(name: str, required: bool = False) -> str | None:

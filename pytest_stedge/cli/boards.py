@@ -44,7 +44,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         epilog="examples:\n"
                "  stedge board-run model.onnx --board serial:/dev/ttyACM0:921600 --per-layer "
                "--out dump.npz\n"
-               "  stedge board-run corpus/kws/case.toml --board auto --out kws.npz\n"
+               "  stedge board-run corpus/mlperf-ds-cnn/case.toml --board auto --out ds-cnn.npz\n"
                "  stedge board-run model.tflite --board serial:921600 --per-layer --out n6.npz "
                "--c-info st_ai_output/network_c_info.json\n"
                "  stedge diverge model.onnx dump.npz")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "not installed.",
         epilog="examples:\n"
         "  stedge ingest ~/win-share/st_ai_output --version 4.0.1 --case mvs-cnn/int8\n"
-        "  stedge ingest dc-run/ --version 3.0.0 --case tcn-23x60 --stage validate-target",
+        "  stedge ingest dc-run/ --version 3.0.0 --case tcn-23x60 --stage validate-target\n"
+        "  stedge ingest logs.txt --run 2 --version 4.0.1 --case mvs-cnn/int8   (its validate)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", metavar="DIR", help="Output folder or file written by stedgeai")
@@ -45,6 +47,13 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         default=None,
         help="Stage it stands for. Default: from the outputs (generate, analyze, or validate "
         "with its mode)",
+    )
+    parser.add_argument(
+        "--run",
+        type=int,
+        metavar="N",
+        help="The outputs hold several runs (an AI Studio log with a generate and a validate): "
+        "store run N (1 = the first; `stedge parse PATH` lists them). Asked when not given",
     )
     parser.add_argument("--corpus", default="corpus", metavar="DIR", help="Corpus folder. Default: corpus")
     parser.add_argument(
@@ -74,7 +83,6 @@ def stage_of(result: dict[str, Any]) -> str:
 
 def _ingest(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import StedgeError
-    from pytest_stedge.parsers import parse_path
     from pytest_stedge.result import flat_metrics
     from pytest_stedge.store.database import Store
 
@@ -94,7 +102,7 @@ def _ingest(args: argparse.Namespace) -> int:
             f"no case {args.case!r} in {corpus}; cases: {', '.join(sorted(cases)) or 'none'}"
         )
     source = Path(args.path).resolve()
-    result = parse_path(Path(args.path))  # parse fully before anything is written
+    result = _one_run(Path(args.path), args.run)  # parse fully before anything is written
     stage = args.stage or stage_of(result)
     problems = mismatches(result, args.version, case.model)
     if problems and not args.force:
@@ -134,6 +142,28 @@ def _ingest(args: argparse.Namespace) -> int:
     print(f"recorded as run {run_id}: `stedge runs`, `stedge report {run_id}` and `stedge diff` "
           f"show it; `pytest --stedge-version {args.version}` replays it")
     return 0
+
+
+def _one_run(path: Path, number: int | None) -> dict[str, Any]:
+    """The run to store: the only one, run ``number``, or the one the user picks."""
+    from pytest_stedge.errors import StedgeError, describe_run
+    from pytest_stedge.parsers import parse_runs
+
+    from .parse import pick_runs
+
+    runs = pick_runs(path, parse_runs(path), number)
+    if len(runs) == 1:
+        return runs[0]
+    listed = "\n".join(f"  {i}: {describe_run(r)}" for i, r in enumerate(runs, 1))
+    if not sys.stdin.isatty():
+        raise StedgeError(
+            f"{path} holds {len(runs)} runs; store one with --run N:\n{listed}"
+        )
+    print(f"{path} holds {len(runs)} runs:\n{listed}")
+    answer = input(f"which one to store (1-{len(runs)})? ").strip()
+    if not answer.isdigit():
+        raise StedgeError(f"{answer!r} is not a run number; nothing stored")
+    return pick_runs(path, runs, int(answer))[0]
 
 
 _VERSION_RE = re.compile(r"\d+(\.\d+){1,3}")
@@ -203,6 +233,8 @@ def recorded_row(
 
 def _argv_of(args: argparse.Namespace) -> list[str]:
     out = [str(args.path), "--version", args.version, "--case", args.case]
+    if args.run is not None:
+        out += ["--run", str(args.run)]
     if args.stage:
         out += ["--stage", args.stage]
     return out + (["--force"] if args.force else []) + (["--replace"] if args.replace else [])

@@ -13,6 +13,7 @@ _EPILOG = """examples:
   stedge parse st_ai_output/network_c_info.json one file
   stedge parse ~/.stm32cubemx/network_output --json > result.json
   stedge parse console.log                      a captured console (tqdm/ANSI are ignored)
+  stedge parse logs.txt --run 2 --json          one run of a log holding a generate and a validate
 """
 
 
@@ -34,6 +35,14 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="an output file or folder (st_ai_output/, CubeMX .ai/, st_ai_ws/neural_art__network/)",
     )
     parser.add_argument("--json", action="store_true", help="print the Result as JSON")
+    parser.add_argument(
+        "--run",
+        type=int,
+        metavar="N",
+        help="a file or folder holding several runs (an AI Studio log with a generate and a "
+        "validate): print run N only (1 = the first). Default: each run, one after the other "
+        "(with --json, a list)",
+    )
     parser.set_defaults(handler=_parse_command)
 
 
@@ -44,11 +53,11 @@ _SHOWN = 8
 
 def _parse_command(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import ReportParseError
-    from pytest_stedge.parsers import parse_path
+    from pytest_stedge.parsers import parse_runs
 
     path = Path(args.path)
     try:
-        result = parse_path(path)
+        runs = parse_runs(path)
     except ReportParseError:
         inner = run_folders(path) if path.is_dir() else []
         if not inner:
@@ -60,11 +69,32 @@ def _parse_command(args: argparse.Namespace) -> int:
             f"no stedgeai output in this folder itself, but {len(inner)} folder(s) below it "
             f"hold some: {shown}{more}. Parse one of them, e.g. stedge parse {inner[0]}",
         ) from None
+    runs = pick_runs(path, runs, args.run)
     if args.json:
-        print(json.dumps(json_safe(result), indent=2, sort_keys=False, allow_nan=False))
-    else:
+        printed: Any = [json_safe(r) for r in runs] if len(runs) > 1 else json_safe(runs[0])
+        print(json.dumps(printed, indent=2, sort_keys=False, allow_nan=False))
+        return 0
+    for number, result in enumerate(runs, 1):
+        if len(runs) > 1:
+            print(f"{'' if number == 1 else chr(10)}== run {number} of {len(runs)}: "
+                  f"{result.get('command', 'unknown')}")
         print(summary(result))
     return 0
+
+
+def pick_runs(path: Path, runs: list[dict[str, Any]], number: int | None) -> list[dict[str, Any]]:
+    """``runs``, or run ``number`` (1-based) of them.
+
+    :raises StedgeError: a number the file or folder has no run for, naming the runs it has.
+    """
+    from pytest_stedge.errors import StedgeError, describe_run
+
+    if number is None:
+        return runs
+    if not 1 <= number <= len(runs):
+        listed = "; ".join(f"{i}: {describe_run(r)}" for i, r in enumerate(runs, 1))
+        raise StedgeError(f"{path}: --run {number}, but it holds {len(runs)} run(s): {listed}")
+    return [runs[number - 1]]
 
 
 def json_safe(result: dict[str, Any]) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def _has_buffers(path: Path) -> bool:
 def real_pairs(root: Path) -> list[RealPair]:
     """Every verified (model, run) pair under ``root`` (a real-cases folder)."""
     from pytest_stedge.errors import StedgeError
-    from pytest_stedge.parsers import parse_path
+    from pytest_stedge.parsers import parse_runs
 
     pairs: list[RealPair] = []
     for case in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -110,9 +110,11 @@ def real_pairs(root: Path) -> list[RealPair]:
             figure, exact, md5, version, target = None, False, None, None, None
             for path in files:
                 try:
-                    result = parse_path(path)
+                    runs = parse_runs(path)
                 except StedgeError:
                     continue
+                # a log of a generate and a validate: the build's figures are the generate's
+                result = next((r for r in runs if r.get("command") != "validate"), runs[0])
                 hashed = str((result.get("model") or {}).get("hash") or "").lower()
                 md5 = md5 or (hashed.removeprefix("0x") or None)
                 version = version or (result.get("tool") or {}).get("version")

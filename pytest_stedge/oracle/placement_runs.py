@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import ReportParseError
-from pytest_stedge.parsers import parse_file
+from pytest_stedge.parsers.folder import parse_file_runs
 
 _TEXT_SUFFIXES = (".txt", ".log")
 _MODEL_SUFFIXES = (".onnx", ".tflite")
@@ -176,10 +176,10 @@ def read_runs(root: Path | str) -> list[Run]:
 
 
 def _read_run(root: Path, folder: Path, files: list[Path]) -> Run | None:
-    results = []
+    results: list[tuple[Path, dict[str, Any]]] = []
     for path in files:
-        try:
-            results.append((path, dict(parse_file(path))))
+        try:  # a log of a generate and a validate: each run, the generate's has the epochs
+            results.extend((path, dict(run)) for run in parse_file_runs(path))
         except ReportParseError:  # a file the parsers refuse teaches nothing
             pass
     results = [(p, r) for p, r in results

@@ -98,13 +98,16 @@ def _litert_outputs(path: Path, inputs: dict[str, Any]) -> dict[str, Any]:
     """Run a TFLite model with LiteRT's interpreter, one sample at a time."""
     import numpy as np
 
+    from .native_log import native_info_dropped
+
     try:
         from ai_edge_litert.interpreter import Interpreter  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise OracleError(f"{path}: LiteRT (ai-edge-litert) is not installed: {exc}") from exc
     try:
-        interp = Interpreter(model_path=str(path))
-        interp.allocate_tensors()
+        with native_info_dropped():  # LiteRT's "INFO: Created ... XNNPACK delegate" line
+            interp = Interpreter(model_path=str(path))
+            interp.allocate_tensors()
     except Exception as exc:  # LiteRT raises ValueError/RuntimeError on bad models
         raise OracleError(f"{path}: LiteRT cannot run this model: {exc}") from exc
     ins = interp.get_input_details()

@@ -38,6 +38,7 @@ from .figures import (
     checked_number,
     line_of_long_digits,
 )
+from .pool_split import pool_entries, split_pools
 
 _KIND = {
     "NODE_HW": "hw",
@@ -136,6 +137,8 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
         if "target" not in result:
             result["target"] = "stm32n6"
     elif nodes:
+        if result.get("target") == "stm32n6" and _software_path(doc, core):
+            result["neural_art"] = False
         macc = sum(
             n["macc"]
             for n in nodes
@@ -155,6 +158,21 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
         result["diagnostics"] = diagnostics
     result["sources"] = [str(path)]
     return result
+
+
+def _software_path(doc: dict[str, Any], core: dict[str, Any] | None) -> bool:
+    """Whether an N6 c_info whose nodes hold no epoch is a run without the NPU.
+
+    A generate/analyze lists the compiled graph: layer nodes, no epoch, means software. A
+    validate of an NPU run lists the host-side graph (2.0.0 on target: layer nodes, with
+    ``aton_execution_time`` measured on the NPU), so it says nothing when
+    ``--st-neural-art`` was given.
+    """
+    if doc.get("aton_execution_time"):
+        return False
+    args = str((core or {}).get("arguments", "")).split()
+    npu_asked = any(a == "--st-neural-art" or a.startswith("--st-neural-art=") for a in args)
+    return not (npu_asked and _command(args) == "validate")
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -231,50 +249,18 @@ def _memory(doc: dict[str, Any]) -> dict[str, Any]:
     io = _list(footprint.get("io"))
     if len(io) == 2 and all(_int(v) is not None for v in io):
         memory["io_bytes"] = [_int(io[0]), _int(io[1])]
-    pools = _pools(doc)
+    pools = pool_entries(doc)
     if pools:
         memory["pools"] = pools
+    split = split_pools(doc)
+    if split is not None and (split.footprint_counts_both or not footprint):
+        # Weights placed in RAM: the footprint counts such pools in both kinds.
+        memory["weights_bytes"] = split.weights_bytes
+        memory["activations_bytes"] = split.activations_bytes
+        memory["split_from_buffers"] = True
+        if split.shared_pools:
+            memory["shared_pools"] = list(split.shared_pools)
     return memory
-
-
-def _pools(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    params_by_pool: dict[int, int] = {}
-    for buf in _list(doc.get("buffers")):
-        if isinstance(buf, dict) and buf.get("is_param") is True:
-            pool_id = _int(buf.get("mpool_id"))
-            if pool_id is not None:
-                params_by_pool[pool_id] = params_by_pool.get(pool_id, 0) + (
-                    _int(buf.get("size_bytes")) or 0
-                )
-    pools = []
-    for pool in _list(doc.get("memory_pools")):
-        if not isinstance(pool, dict):
-            continue
-        # Aggregates of other pools (N6 "cpuRAM2_npuRAM3_...") would count bytes twice.
-        if _list(pool.get("subpools")):
-            continue
-        name = pool.get("name", pool.get("id", ""))
-        entry: dict[str, Any] = {"name": name if isinstance(name, str) else json.dumps(name)}
-        if pool.get("user_allocated") is True:
-            entry["user_allocated"] = True  # an I/O buffer the application provides
-        size = _int(pool.get("size_bytes"))
-        if size is not None and size >= 0:
-            entry["size_bytes"] = size
-        used = _int(pool.get("used_size_bytes"))
-        if used is not None:
-            entry["used_bytes"] = used
-            if pool.get("rights") == "ACC_READ":
-                weights: int | None = used  # read-only pools hold only constants
-            else:
-                weights = params_by_pool.get(_int(pool.get("id")) or -1)
-                if weights is None and doc.get("buffers") is not None:
-                    weights = 0
-            if weights is not None:
-                weights = min(weights, used)
-                entry["weights_bytes"] = weights
-                entry["activations_bytes"] = used - weights
-        pools.append(entry)
-    return pools
 
 
 def _nodes(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_stedge.errors import ReportParseError
+from pytest_stedge.errors import ReportParseError, SeveralRunsError
 from pytest_stedge.result import Result
 
-from . import c_info, report_json, report_txt, val_files
+from . import c_info, pool_split, report_json, report_txt, val_files
 from .common import decode_text, read_bytes
 from .figures import FigureError, line_of, overflowing
+from .merge import merge
 
 _TEXT_SUFFIXES = {".txt", ".log", ".out", ""}
 # Sub-folders a user may point at the parent of: the tool's default output and workspace.
@@ -26,49 +27,76 @@ _MAX_LITERAL = 1_000_000
 
 
 def parse_path(path: Path | str) -> Result:
-    """Parse one stedgeai output file, or merge every output file of a folder.
+    """Parse one stedgeai output file, or merge every output file of a folder, into the
+    Result of the one run they hold.
 
     :param path: a report, c_info.json, report.json, npz or validation CSV; or a folder
         (``st_ai_output/``, a CubeMX ``.ai/`` folder, ``st_ai_ws/neural_art__network/``).
+    :raises SeveralRunsError: the file or folder holds several runs (``parse_runs``).
+    :raises ReportParseError: unreadable/unknown file, or a folder without tool output.
+    """
+    runs = parse_runs(path)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, runs)
+    return runs[0]
+
+
+def parse_runs(path: Path | str) -> list[Result]:
+    """One Result per run of the tool a file or folder holds, in the order they ran.
+
+    A console capture may hold a generate and a validate; an output folder the reports of
+    an analyze, a generate and a validate. Each is one run: its Result is read from that
+    run's files only, never merged with another run's.
+
     :raises ReportParseError: unreadable/unknown file, or a folder without tool output.
     """
     path = Path(path)
     if path.is_dir():
-        return parse_folder(path)
+        return parse_folder_runs(path)
     if not path.exists():
         raise ReportParseError(path, "no such file or folder")
-    return parse_file(path)
+    return parse_file_runs(path)
 
 
 def parse_file(path: Path | str) -> Result:
-    """Parse one file, recognised by its content (and its name for CSV/npz).
+    """Parse one file of one run, recognised by its content (and its name for CSV/npz).
 
+    :raises SeveralRunsError: a console capture holding several runs (``parse_file_runs``).
     :raises ReportParseError: the file is not something stedgeai wrote, or is damaged.
     """
+    runs = parse_file_runs(path)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, runs)
+    return runs[0]
+
+
+def parse_file_runs(path: Path | str) -> list[Result]:
+    """Each run one file holds (only a console capture holds more than one)."""
     path = Path(path)
     data = read_bytes(path)
     if not data.strip():
         raise ReportParseError(path, "empty file")
     if data[:4] == b"PK\x03\x04" or path.suffix.lower() == ".npz":
-        return val_files.parse_npz(path, data)
+        return [val_files.parse_npz(path, data)]
     text = decode_text(path, data)
     if path.suffix.lower() == ".csv":
         if not val_files.is_val_csv(path):
             raise ReportParseError(
                 path, "CSV that is not a validate dump (<name>_val_{m,c}_{inputs,outputs}_<k>.csv)"
             )
-        return val_files.parse_csv_files([path], [text])
+        return [val_files.parse_csv_files([path], [text])]
     start = text.lstrip()[:1]
     if start == "{" or start == "[" and path.suffix.lower() == ".json":
-        result = _parse_json(path, data)
+        results = [_parse_json(path, data)]
     else:
-        result = report_txt.parse_text_report(path, text)
-    for where, literal in overflowing(result):
-        shown = literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} digits)"
-        raise ReportParseError(
-            path, f"{where} = {shown} overflows a float", line=line_of(text, literal)
-        )
-    return result
+        results = report_txt.parse_text_runs(path, text)
+    for result in results:
+        for where, literal in overflowing(result):
+            shown = literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} digits)"
+            raise ReportParseError(
+                path, f"{where} = {shown} overflows a float", line=line_of(text, literal)
+            )
+    return results
 
 
 def _parse_json(path: Path, data: bytes) -> Result:
@@ -142,7 +170,26 @@ def _kind(path: Path) -> str | None:
 
 
 def parse_folder(folder: Path) -> Result:
-    """Merge the tool outputs found in ``folder`` into one Result."""
+    """Merge the tool outputs found in ``folder`` into the Result of its one run.
+
+    :raises SeveralRunsError: the folder holds several runs (``parse_folder_runs``).
+    """
+    runs = parse_folder_runs(folder)
+    if len(runs) > 1:
+        raise SeveralRunsError(folder, runs)
+    return runs[0]
+
+
+def parse_folder_runs(folder: Path) -> list[Result]:
+    """The runs of an output folder, each merged from its own files.
+
+    The text reports and consoles say which runs the folder holds. When they are all of
+    one command, every file of the folder is that run's (CubeMX keeps an analyze c_info
+    beside the generate it ran next). When they are of several commands (an AI Studio
+    ``st_ai_output`` with analyze, generate and validate reports, or a console holding a
+    generate and a validate), each run takes the files of its own command; a file of a
+    command no report shows is a run of its own.
+    """
     named: dict[str, list[Path]] = {}
     others: list[Path] = []
     for path in _candidates(folder):
@@ -154,22 +201,22 @@ def parse_folder(folder: Path) -> Result:
     results: dict[str, list[Result]] = {}
     for kind in ("c_info", "report_txt", "report_json", "npz"):
         for path in named.get(kind, []):
-            results.setdefault(kind, []).append(parse_file(path))
+            results.setdefault(kind, []).extend(parse_file_runs(path))
     # 3.0+ writes <name>_c_info_valid.json (documented, never seen): read as a c_info when
     # it is one. Console captures and renamed reports (AI Studio's "<model>.txt") are used
     # when they turn out to be stedgeai output, skipped otherwise (SOURCE.txt, notes).
     for path in named.get("c_info_valid", []):
         try:
-            valid = parse_file(path)
+            valid = parse_file_runs(path)
         except ReportParseError:
             continue
-        results.setdefault("c_info", []).append(valid)
+        results.setdefault("c_info", []).extend(valid)
     for path in others:
         try:
-            parsed = parse_file(path)
+            parsed = parse_file_runs(path)
         except ReportParseError:
             continue
-        results.setdefault("report_txt", []).append(parsed)
+        results.setdefault("report_txt", []).extend(parsed)
     if named.get("csv"):
         paths = named["csv"]
         texts = [decode_text(p, read_bytes(p)) for p in paths]
@@ -180,15 +227,68 @@ def parse_folder(folder: Path) -> Result:
             "no stedgeai output in this folder (looked for *c_info.json, *_report.txt, "
             "*_report.json, *_val_io.npz, validation CSVs and console captures)",
         )
+    commands = list(dict.fromkeys(t["command"] for t in results.get("report_txt", [])))
+    if len(commands) < 2:
+        return [_merge_run(folder, results)]
+    runs = []
+    for command in _in_run_order(commands):
+        mine = {kind: [r for r in found if _run_command(r) == command]
+                for kind, found in results.items()}  # fmt: skip
+        runs.append(_merge_run(folder, mine))
+    shown = set(commands)
+    for kind in ("c_info", "report_json", "npz", "csv"):
+        for other in results.get(kind, []):
+            if _run_command(other) not in shown:
+                runs.append(_merge_run(folder, {kind: [other]}))
+    return runs
+
+
+_RUN_ORDER = {"analyze": 0, "generate": 1, "validate": 2}
+
+
+def _in_run_order(commands: list[str]) -> list[str]:
+    # The order a user runs them in (analyze, generate, then validate), whatever the files'.
+    return sorted(commands, key=lambda c: _RUN_ORDER.get(c, 3))
+
+
+def _run_command(result: Result) -> str:
+    # Validation dumps (npz, CSV) are a validate's; the others state their command.
+    if any(Path(s).suffix.lower() in (".npz", ".csv") for s in result.get("sources", [])):
+        return "validate"
+    return str(result.get("command", ""))
+
+
+def _merge_run(folder: Path, results: dict[str, list[Result]]) -> Result:
+    """One run's Result from its files: c_info first, then its text reports, report.json,
+    then validation dumps."""
     _refuse_several_runs(folder, results.get("report_txt", []))
     ordered = sorted(results.get("c_info", []), key=_c_info_rank)
     ordered += sorted(results.get("report_txt", []), key=_text_rank)
     for kind in ("report_json", "npz", "csv"):
         ordered += results.get(kind, [])
     merged = merge(ordered)
+    _split_against_report(merged, results.get("report_txt", []))
     if "validation" in merged:
         _validation_from_text(merged, results.get("report_txt", []))
     return merged
+
+
+def _split_against_report(merged: Result, texts: list[Result]) -> None:
+    """A c_info whose pools hold weights in RAM is split from its buffers: the report's
+    per-pool lines are the tool's own split, kept where exact; disagreement is said."""
+    memory = merged.get("memory") or {}
+    if not memory.get("split_from_buffers"):
+        return
+    for text in texts:
+        pools = (text.get("memory") or {}).get("pools") or []
+        if any("weights_bytes" in p for p in pools):
+            memory = dict(memory)
+            name = Path(text["sources"][0]).name
+            found = pool_split.compare_with_report(memory, pools, name)
+            merged["memory"] = memory
+            if found:
+                merged["diagnostics"] = [*merged.get("diagnostics", []), *found]
+            return
 
 
 def _validation_from_text(merged: Result, texts: list[Result]) -> None:
@@ -248,12 +348,6 @@ def _refuse_several_runs(folder: Path, texts: list[Result]) -> None:
             )
 
 
-def _model_hash(result: Result) -> str | None:
-    model = result.get("model") or {}
-    digest = model.get("hash")
-    return str(digest).lower() if digest else None
-
-
 def _c_info_rank(result: Result) -> tuple[int, int, int]:
     # Prefer the richest c_info (with memory footprint and epochs) as the base; of AI
     # Studio's generate and analyze c_info, the generate one.
@@ -267,91 +361,3 @@ def _c_info_rank(result: Result) -> tuple[int, int, int]:
 
 def _text_rank(result: Result) -> int:
     return {"generate": 0, "analyze": 1, "validate": 2}.get(result.get("command", ""), 3)
-
-
-def _merge_memory(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
-    """``mine`` filled from ``theirs``; an exact figure of theirs replaces a rounded one."""
-    merged = dict(mine)
-    precision = dict(mine.get("precision") or {})
-    their_precision = theirs.get("precision") or {}
-    for key, value in theirs.items():
-        if key == "precision":
-            continue
-        if key not in merged:
-            merged[key] = value
-            if key in their_precision:
-                precision[key] = their_precision[key]
-        elif key in precision and their_precision.get(key, 0) < precision[key]:
-            merged[key] = value
-            if key in their_precision:
-                precision[key] = their_precision[key]
-            else:
-                del precision[key]
-    merged.pop("precision", None)
-    if precision:
-        merged["precision"] = precision
-    return merged
-
-
-def _merge_epochs(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
-    """``mine``, or ``theirs`` when mine cannot count the epochs (a 3.x/4.x c_info whose EC
-    blobs do not say how many epochs they run) and theirs can (the report's table)."""
-    if "total" in mine or "total" not in theirs:
-        return mine
-    merged = dict(theirs)
-    if "ec_blobs" in mine:
-        merged.setdefault("ec_blobs", mine["ec_blobs"])
-    return merged
-
-
-def merge(results: list[Result]) -> Result:
-    """Merge Results in priority order: a figure comes from the first Result that has it."""
-    if not results:
-        raise ValueError("merge() needs at least one Result")
-    base: Result = {k: v for k, v in results[0].items()}
-    diagnostics = list(base.get("diagnostics", []))
-    sources = list(base.get("sources", []))
-    commands = [r.get("command") for r in results]
-    for other in results[1:]:
-        mine, theirs = _model_hash(base), _model_hash(other)
-        if mine and theirs and mine != theirs:
-            # CubeMX .ai/ folders keep report.json files of earlier models: not this run.
-            name = Path(other.get("sources", ["?"])[0]).name
-            diagnostics.append(
-                {
-                    "level": "warning",
-                    "code": "other-model",
-                    "kind": "IgnoredFile",
-                    "message": f"{name} ignored: model hash {theirs} is not this run's {mine}",
-                }
-            )
-            continue
-        for key, value in other.items():
-            if key in ("diagnostics", "sources", "schema", "command"):
-                continue
-            if key not in base:
-                base[key] = value
-            elif key == "memory" and isinstance(value, dict):
-                base[key] = _merge_memory(base[key], value)
-            elif key == "epochs" and isinstance(value, dict):
-                base[key] = _merge_epochs(base[key], value)
-            elif key in ("tool", "model", "validation", "run") and isinstance(value, dict):
-                merged = dict(base[key])
-                for sub, sub_value in value.items():
-                    merged.setdefault(sub, sub_value)
-                base[key] = merged
-        for diag in other.get("diagnostics", []):
-            if diag not in diagnostics:
-                diagnostics.append(diag)
-        sources.extend(s for s in other.get("sources", []) if s not in sources)
-    if base.get("validation", {}).get("outputs") or "validate" in commands and "validation" in base:
-        base["command"] = "validate"
-    elif "generate" in commands:
-        # CubeMX runs analyze then generate in one folder: the folder holds a generate.
-        base["command"] = "generate"
-    elif base.get("command") in (None, "unknown"):
-        base["command"] = next((c for c in commands if c not in (None, "unknown")), "generate")
-    if diagnostics:
-        base["diagnostics"] = diagnostics
-    base["sources"] = sources
-    return base

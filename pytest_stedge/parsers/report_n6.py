@@ -83,6 +83,7 @@ def _pool(match: re.Match[str], sums: dict[str, list[Any]]) -> dict[str, Any]:
     name, used, size, weights, activations = match.groups()
     pool: dict[str, Any] = {"name": name}
     error = 0.0
+    per_kind: dict[str, int] = {}
     for key, text in (
         ("size_bytes", size),
         ("used_bytes", used),
@@ -98,8 +99,12 @@ def _pool(match: re.Match[str], sums: dict[str, list[Any]]) -> dict[str, Any]:
             sums[key][1] += parsed[1]
         if key != "size_bytes":
             error = max(error, parsed[1])
+        if key in sums:
+            per_kind[key] = math.ceil(parsed[1])
     if error:
         pool["precision_bytes"] = math.ceil(error)
+        # per kind too: "768  B" is exact beside a rounded "32.000 kB" of the same pool
+        pool["precision"] = per_kind
     return pool
 
 

@@ -20,7 +20,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from pytest_stedge.errors import ReportParseError
+from pytest_stedge.errors import ReportParseError, SeveralRunsError
 from pytest_stedge.result import Result, new_result
 
 from . import report_n6, report_validate, text_memory
@@ -35,6 +35,7 @@ from .common import (
     version_warning,
 )
 from .figures import line_of
+from .text_runs import echoed_command, split_runs
 
 # "2026-06-16 21:38:16,979 [INFO] CmdLine:76 - " (STM32CubeMX log)
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d+\s+\[\w+\]\s+\S+\s+-\s?")
@@ -126,18 +127,36 @@ def _lines(text: str) -> list[str]:
 
 
 def parse_text_report(path: Path, text: str) -> Result:
-    """Parse a text report or console capture into a Result.
+    """Parse a text report or console capture of one run into a Result.
 
+    :raises SeveralRunsError: the text holds several runs (their Results in ``.runs``).
     :raises ReportParseError: when the text holds nothing stedgeai prints, or a figure in it
         no float can hold (naming the line).
     """
+    runs = parse_text_runs(path, text)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, runs)
+    return runs[0]
+
+
+def parse_text_runs(path: Path, text: str) -> list[Result]:
+    """One Result per run of the tool the text holds (a console may hold several)."""
     lines = _lines(text)
     if not looks_like_report(lines):
         raise ReportParseError(path, "no stedgeai version banner or report section found", line=1)
     try:
-        return _parse(path, lines)
+        runs = [_parse(path, part) for part in split_runs(lines)]
     except FigureError as exc:
         raise ReportParseError(path, str(exc), line=line_of(text, exc.literal)) from None
+    # A capture that starts after a run's banner (a CubeMX log of a generate, then the
+    # validate it ran with its banner): one session of one install, when every banner agrees.
+    versions = {(r.get("tool") or {}).get("version") for r in runs} - {None}
+    if len(runs) > 1 and len(versions) == 1:
+        known = next(r["tool"] for r in runs if (r.get("tool") or {}).get("version"))
+        for run in runs:
+            if not (run.get("tool") or {}).get("version"):
+                run["tool"] = {**known, **(run.get("tool") or {})}
+    return runs
 
 
 def _install_version(text: str) -> str | None:
@@ -214,7 +233,9 @@ def _parse(path: Path, lines: list[str]) -> Result:
             index += 1
     state.finish(lines, joined)
     if result["command"] == "unknown":
-        result["command"] = "validate" if result.get("validation") else "generate"
+        result["command"] = echoed_command(lines) or (
+            "validate" if result.get("validation") else "generate"
+        )
     if diagnostics:
         result["diagnostics"] = diagnostics
     result["sources"] = [str(path)]
@@ -397,6 +418,11 @@ class _State:
                 result["epochs"] = epochs
                 result["neural_art"] = True
                 result["software_ops"] = report_n6.software_ops(epochs)
+        if "neural_art" not in result and result.get("target") == "stm32n6":
+            # "target/series: stm32n6" (not stm32n6npu) and no epoch table: the software path
+            stated = [s for s in self.figures.summaries if s.target]
+            if stated and not any(s.npu for s in stated):
+                result["neural_art"] = False
         if memory:
             result["memory"] = memory
         if self.model:

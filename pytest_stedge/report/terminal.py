@@ -86,8 +86,19 @@ def _write_placement(write: Callable[..., None], rows: list[ItemRow]) -> None:
     """Items with software or hybrid epochs: which operators, and what ``??`` means."""
     from pytest_stedge.parsers.epoch_kinds import summary_lines
 
-    items = [(f"{r.case_name} {r.stage} {r.version}", r.result) for r in rows
-             if r.result and r.version]
+    # A generate and the validate on the board are two items (two runs): the board's
+    # figures of the same case and version are shown beside the generate's epochs.
+    validated = {(r.case_name, r.version): r.result["validation"] for r in rows
+                 if r.result and r.version and (r.result.get("validation") or {}).get("outputs")}
+    items = []
+    for r in rows:
+        if not r.result or not r.version:
+            continue
+        result = r.result
+        board = validated.get((r.case_name, r.version))
+        if board is not None and not result.get("validation"):
+            result = {**result, "validation": board}
+        items.append((f"{r.case_name} {r.stage} {r.version}", result))
     lines = summary_lines(items)
     if lines:
         write("")

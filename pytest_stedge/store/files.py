@@ -22,6 +22,8 @@ import duckdb
 
 from pytest_stedge.errors import StoreBusyError, StoreError
 
+from .foreign import is_other_release, other_release_message
+
 CATALOG = "stedge"
 # No network, no extension loading behind our back (a SQLite or Parquet file given as
 # the store would otherwise make DuckDB download a scanner).
@@ -133,6 +135,8 @@ def translate(exc: BaseException, path: str) -> StoreError:
     lower = text.lower()
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in lower:
         return StoreFullError(f"store {path}: the disk is full ({first})")
+    if is_other_release(lower):
+        return StoreError(other_release_message(path, first))
     if "not a valid duckdb database file" in lower:
         return StoreError(f"store {path} is not a DuckDB file (it exists, but holds something else)")
     if "not a directory" in lower:

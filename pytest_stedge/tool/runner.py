@@ -201,7 +201,7 @@ def run_stage(
     Raises :class:`ToolchainError` (with the command line, the exit status and the last
     lines of output) when the tool fails, hangs, or writes nothing readable.
     """
-    from ..parsers import extract_diagnostics, parse_path
+    from ..parsers import extract_diagnostics, parse_runs
 
     workdir.mkdir(parents=True, exist_ok=True)
     argv = build_argv(case, stage, install, workdir, board_desc=board_desc)
@@ -217,7 +217,11 @@ def run_stage(
         )
     output_dir = workdir / "st_ai_output"
     try:
-        result = parse_path(output_dir)
+        # A validate-target folder also holds the generate that built the firmware: this
+        # item's Result is the run of the command it ran, never a merge of the two.
+        runs = parse_runs(output_dir)
+        command = argv[1] if len(argv) > 1 else ""
+        result = next((r for r in reversed(runs) if r.get("command") == command), runs[-1])
     except ReportParseError as exc:
         raise ToolchainError(
             argv,
