@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -179,3 +181,19 @@ def postgres_store(postgres_server: Any, request: pytest.FixtureRequest) -> str:
 
     name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:50]
     return str(postgres_server.create_database(name))
+
+
+@pytest.fixture
+def readonly_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A folder mounted read-only (root ignores file modes; a read-only mount binds it)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)], capture_output=True,
+        check=False,
+    ).returncode != 0:
+        pytest.skip("mounting a tmpfs is not allowed here (needs root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)

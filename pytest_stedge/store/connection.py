@@ -15,6 +15,8 @@ file that is not a DuckDB store never makes DuckDB fetch anything.
 from __future__ import annotations
 
 import errno
+import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -60,9 +62,21 @@ def quote_literal(text: str) -> str:
 def check_location(path: Path, *, create: bool) -> None:
     """Refuse a store path that cannot be a file: a missing store (unless ``create``), a
     folder, or a parent that is a regular file. Creates the parent folder when asked."""
-    if path.is_dir():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:  # a name too long, a loop of links, no permission to look
+        raise StoreError(f"cannot open store {path}: {exc.strerror or exc}") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise StoreError(f"store {path} is a folder; give the path of a .duckdb file")
-    if path.exists():
+    if mode is not None and not stat.S_ISREG(mode):
+        # DuckDB would open a FIFO and wait for a writer for ever, or read a device
+        raise StoreError(
+            f"store {path} is {_file_kind(mode)}, not a regular file; give the path of a "
+            ".duckdb file"
+        )
+    if mode is not None:
         return
     if not create:
         raise StoreError(f"no store at {path}: run `pytest corpus` first, or pass --db PATH")
@@ -75,6 +89,12 @@ def check_location(path: Path, *, create: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create store {path}: {exc.strerror or exc}") from None
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
 def attach(
@@ -212,11 +232,13 @@ class StoreConnection:
     def _create(cls, path: Path) -> None:
         """Create a new store whole, then link it into place: a session killed while
         creating it never leaves half a store behind."""
-        import os
-
         tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
-        for leftover in (tmp, Path(f"{tmp}.wal")):
-            leftover.unlink(missing_ok=True)
+        try:
+            for leftover in (tmp, Path(f"{tmp}.wal")):
+                leftover.unlink(missing_ok=True)
+        except OSError as exc:  # a read-only folder or disk: no store can be made there
+            raise StoreError(f"cannot create store {path}: {exc.strerror or exc} "
+                             f"({path.parent})") from None
         fresh = cls(str(tmp))
         try:
             fresh._migrate()
@@ -229,7 +251,10 @@ class StoreConnection:
         except OSError as exc:
             raise translate(exc, str(path)) from None
         finally:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
