@@ -64,7 +64,7 @@ def check_location(path: Path, *, create: bool) -> None:
     folder, or a parent that is a regular file. Creates the parent folder when asked."""
     try:
         mode = path.stat().st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a parent that is a file: said below
         mode = None
     except OSError as exc:  # a name too long, a loop of links, no permission to look
         raise StoreError(f"cannot open store {path}: {exc.strerror or exc}") from None
