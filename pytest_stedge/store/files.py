@@ -15,6 +15,7 @@ file that is not a DuckDB store never makes DuckDB fetch anything.
 from __future__ import annotations
 
 import errno
+import re
 import stat
 import time
 from pathlib import Path
@@ -97,8 +98,15 @@ def attach(
     """
     mode = "TYPE DUCKDB, READ_ONLY" if read_only else "TYPE DUCKDB"
     sql = f"ATTACH {quote_literal(path)} AS {CATALOG} ({mode})"
-    deadline = time.monotonic() + wait_s
+    start = time.monotonic()
+    deadline = start + wait_s
+    # A writer lets a waiting reader go first (see reader_waits_now), for at most half its
+    # wait: sessions writing one file in turns would otherwise never leave it free.
+    polite_until = start + wait_s / 2
     while True:
+        if not read_only and time.monotonic() < polite_until and reader_waits_now(path):
+            time.sleep(RETRY_S)
+            continue
         try:
             db.execute(sql)
             break
@@ -115,6 +123,19 @@ def attach(
                 ) from None
             time.sleep(RETRY_S)
     db.execute(f"USE {CATALOG}")
+
+
+# A reader touches the flag at each failed try (every RETRY_S): one touched this recently
+# still waits; one that got the file has stopped touching it.
+READER_FRESH_S = 5 * RETRY_S
+
+
+def reader_waits_now(path: str) -> bool:
+    """Whether a reader is waiting for the file at this moment (its flag is fresh)."""
+    try:
+        return time.time() - reader_flag(path).stat().st_mtime < READER_FRESH_S
+    except OSError:
+        return False
 
 
 def reader_flag(path: str) -> Path:
@@ -169,10 +190,22 @@ def translate(exc: BaseException, path: str) -> StoreError:
     return StoreError(f"store {path}: {first}")
 
 
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
+
+
 def lock_holder(exc: Exception) -> str:
-    """The part of DuckDB's lock error that names the process holding the file."""
+    """Who holds the file, from DuckDB's lock error: the process id and its command line
+    (DuckDB's own advice after it, a link about its CLI and concurrency, is left out: it
+    is not what a pytest-stedge user does about a busy store)."""
     text = str(exc)
-    marker = "Conflicting lock is held in"
-    if marker in text:
-        return text[text.index(marker) :].split("\n")[0].rstrip(".")
-    return text.split("\n")[0]
+    match = _HOLDER.search(text)
+    if match is None:
+        return text.split("\n")[0].split(" See also ")[0]
+    pid = match.group("pid")
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().rstrip(b"\0").split(b"\0")
+        command = " ".join(a.decode(errors="replace") for a in argv)[:200]
+    except OSError:
+        command = match.group("exe")
+    return f"held by process {pid} ({command})"
