@@ -63,6 +63,7 @@ def write_summary(
             for line in lines:
                 write(f"      {line}")
     _write_changes(write, summary.changes)
+    _write_placement(write, rows)
     if summary.updates:
         write("")
         write("--stedge-update changed:")
@@ -79,6 +80,19 @@ def write_summary(
         write(stored)
     if report_path is not None:
         write(f"report: {report_path}")
+
+
+def _write_placement(write: Callable[..., None], rows: list[ItemRow]) -> None:
+    """Items with software or hybrid epochs: which operators, and what ``??`` means."""
+    from pytest_stedge.parsers.epoch_kinds import summary_lines
+
+    items = [(f"{r.case_name} {r.stage} {r.version}", r.result) for r in rows
+             if r.result and r.version]
+    lines = summary_lines(items)
+    if lines:
+        write("")
+    for line in lines:
+        write(line)
 
 
 def _write_changes(

@@ -113,8 +113,7 @@ def attach(
         except duckdb.Error as exc:
             if not is_lock_error(exc):
                 raise translate(exc, path) from None
-            if read_only:
-                _say_reader_waits(path)
+            _say_someone_waits(path, reader=read_only)
             if time.monotonic() >= deadline:
                 raise StoreBusyError(
                     f"store {path} is in use by another pytest-stedge session "
@@ -125,7 +124,7 @@ def attach(
     db.execute(f"USE {CATALOG}")
 
 
-# A reader touches the flag at each failed try (every RETRY_S): one touched this recently
+# A reader touches its flag at each failed try (every RETRY_S): one touched this recently
 # still waits; one that got the file has stopped touching it.
 READER_FRESH_S = 5 * RETRY_S
 
@@ -139,14 +138,23 @@ def reader_waits_now(path: str) -> bool:
 
 
 def reader_flag(path: str) -> Path:
-    """The file a reader touches while it waits for the store (a session holding the file
-    for its writes lets it go when the flag is newer than its hold)."""
+    """The file only readers touch while they wait for the store: writers about to take
+    the file let them go first (see :func:`attach`)."""
     return Path(f"{path}.readers")
 
 
-def _say_reader_waits(path: str) -> None:
+def waiting_flag(path: str) -> Path:
+    """The file whoever waits for the store touches (a reader, an ingest, another session):
+    a session holding the file for its writes lets it go when the flag is newer than its
+    hold."""
+    return Path(f"{path}.waiting")
+
+
+def _say_someone_waits(path: str, *, reader: bool) -> None:
     try:
-        reader_flag(path).touch()
+        waiting_flag(path).touch()
+        if reader:
+            reader_flag(path).touch()
     except OSError:  # a read-only folder: the writer's hold still ends within MAX_HOLD_S
         pass
 
