@@ -100,9 +100,10 @@ def attach(
     sql = f"ATTACH {quote_literal(path)} AS {CATALOG} ({mode})"
     start = time.monotonic()
     deadline = start + wait_s
-    # A writer lets a waiting reader go first (see reader_waits_now), for at most half its
-    # wait: sessions writing one file in turns would otherwise never leave it free.
-    polite_until = start + wait_s / 2
+    # A writer lets a waiting reader go first (see reader_waits_now), for all its wait but
+    # the last second: sessions writing one file in turns would otherwise never leave it
+    # free, while a reader, once in, reads in milliseconds and stops saying it waits.
+    polite_until = deadline - min(1.0, wait_s / 4)
     while True:
         if not read_only and time.monotonic() < polite_until and reader_waits_now(path):
             time.sleep(RETRY_S)
