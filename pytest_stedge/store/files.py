@@ -94,18 +94,22 @@ def attach(
 ) -> None:
     """ATTACH the store file as :data:`CATALOG` and make it the default catalog.
 
-    Waits up to ``wait_s`` for another process to release the file.
+    Waits while other processes hold the file: up to ``wait_s`` for one process holding
+    it, and up to :data:`TURNS` x ``wait_s`` in all while several take turns (8 sessions
+    writing one file: none holds it long, and each waiter gets its turn).
     """
     mode = "TYPE DUCKDB, READ_ONLY" if read_only else "TYPE DUCKDB"
     sql = f"ATTACH {quote_literal(path)} AS {CATALOG} ({mode})"
     start = time.monotonic()
-    deadline = start + wait_s
+    deadline = start + TURNS * wait_s
     # A writer lets a waiting reader go first (see reader_waits_now), for all its wait but
     # the last second: sessions writing one file in turns would otherwise never leave it
     # free, while a reader, once in, reads in milliseconds and stops saying it waits.
     polite_until = deadline - min(1.0, wait_s / 4)
+    holder, held_since = "", start
     while True:
-        if not read_only and time.monotonic() < polite_until and reader_waits_now(path):
+        now = time.monotonic()
+        if not read_only and now < polite_until and reader_waits_now(path):
             time.sleep(RETRY_S)
             continue
         try:
@@ -115,14 +119,22 @@ def attach(
             if not is_lock_error(exc):
                 raise translate(exc, path) from None
             _say_someone_waits(path, reader=read_only)
-            if time.monotonic() >= deadline:
+            who = lock_holder(exc)
+            if who != holder:
+                holder, held_since = who, now
+            if now - held_since >= wait_s or now >= deadline:
+                waited = (f"waited {wait_s:g} s" if now - held_since >= wait_s else
+                          f"waited {now - start:.0f} s while other sessions took turns")
                 raise StoreBusyError(
                     f"store {path} is in use by another pytest-stedge session "
-                    f"(waited {wait_s:g} s): {lock_holder(exc)}. Wait for it to finish, "
+                    f"({waited}): {who}. Wait for it to finish, "
                     "or give this session its own store with --stedge-db PATH."
                 ) from None
             time.sleep(RETRY_S)
     db.execute(f"USE {CATALOG}")
+
+
+TURNS = 6  # how many times wait_s a process waits in all while others take turns
 
 
 # A reader touches its flag at each failed try (every RETRY_S): one touched this recently
