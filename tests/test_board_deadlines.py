@@ -287,20 +287,26 @@ def test_more_node_reports_than_the_network_has_nodes_are_refused(hostile: Any) 
 def test_the_per_layer_budget_is_bounded_by_the_network_size() -> None:
     """By hand, from ST's limits (op 50 s, per-layer 3,600 s) at 921,600 baud (46,080 B/s
     assumed): per node one op wait and one 64 KiB message, with data every buffer too."""
+    from pytest_stedge.board.budgets import per_layer_budget
+
     client = BoardClient("socket://127.0.0.1:9", timeouts=Timeouts())
     slack = 65536 / 46080
+
+    def budget(info: Any, mode: str) -> float:
+        return per_layer_budget(client.timeouts, client.limits, 46080, info, mode)
+
     x = bt.TensorDesc("x", np.dtype(np.float32), (1, 64))  # 256 bytes
     y = bt.TensorDesc("y", np.dtype(np.float32), (1, 10))  # 40 bytes
     one = _info((x,), (y,))
-    assert client.per_layer_budget(one, "per-layer") == pytest.approx(50 + slack)
+    assert budget(one, "per-layer") == pytest.approx(50 + slack)
     sized = replace(one, activations_bytes=46080 * 3 - 296, params_bytes=0)
-    assert client.per_layer_budget(sized, "per-layer-data") == pytest.approx(50 + slack + 3)
+    assert budget(sized, "per-layer-data") == pytest.approx(50 + slack + 3)
     unknown = replace(one, activations_bytes=None)  # no size said: no bound but the ceiling
-    assert client.per_layer_budget(unknown, "per-layer-data") == 3600
+    assert budget(unknown, "per-layer-data") == 3600
     many = replace(one, n_nodes=200)  # 200 x 51.4 s: the ceiling holds
-    assert client.per_layer_budget(many, "per-layer") == 3600
+    assert budget(many, "per-layer") == 3600
     ten = replace(one, n_nodes=10)
-    assert client.per_layer_budget(ten, "per-layer") == pytest.approx(10 * (50 + slack))
+    assert budget(ten, "per-layer") == pytest.approx(10 * (50 + slack))
     io = client.deadline("run", one, "io")
     assert client.deadline("run", one, "per-layer") == pytest.approx(io + 50 + slack)
 

@@ -16,6 +16,7 @@ from pytest_stedge.errors import BoardError
 
 from . import protocol as bp
 from . import tensors as bt
+from .budgets import node_report_cap, per_layer_budget, too_many_reports
 from .errors import (
     FLASH_HINT,
     BoardCommunicationError,
@@ -181,10 +182,9 @@ class BoardClient:
         ``sync`` and ``system_info``: ``timeouts.sync``; ``network_info``:
         ``timeouts.info``; ``connect``: 2 s of banner draining plus a sync; ``run`` (of the
         network ``info`` in ``mode``): the run ack, each input's packets and ack, the
-        inference (``timeouts.op``), the outputs, plus in per-layer modes the time of
-        the network's node reports (:meth:`per_layer_budget`). Each adds the line time of
-        the bytes it moves and of one small message (:attr:`Limits.info_bytes`), at half
-        the line rate.
+        inference (``timeouts.op``), the outputs, plus the node reports in per-layer modes
+        (:mod:`.budgets`). Each adds the line time of the bytes it moves and of one small
+        message (:attr:`Limits.info_bytes`), at half the line rate.
         """
         t = self.timeouts
         slack = self.limits.info_bytes / self._rate()
@@ -203,31 +203,7 @@ class BoardClient:
             total += t.input_ack + t.packet_sync + packets * (self.header_bytes + self._payload
                                                               ) / self._rate()
         total += sum(d.nbytes + _MESSAGE_OVERHEAD for d in info.outputs) / self._rate()
-        return total + (self.per_layer_budget(info, mode) if mode != "io" else 0.0)
-
-    def per_layer_budget(self, info: NetworkInfo, mode: str) -> float:
-        """The most seconds the node reports of one per-layer run take: per node of the
-        network (the board reports each executed c-operator, N6: epoch, once), one op
-        wait (``timeouts.op``), one small message and, with data, the line time of every
-        buffer the network has (activations, weights, inputs, outputs: what a node's
-        tensors can hold); at most ``timeouts.per_layer``. Bounded by the network's size,
-        so a board dribbling reports to a 1-node network stops in seconds, not an hour."""
-        t = self.timeouts
-        per_node = t.op + self.limits.info_bytes / self._rate()
-        if mode == "per-layer-data":
-            pools = (info.activations_bytes, info.params_bytes)
-            if any(p is None for p in pools):  # sizes the firmware did not say: no bound
-                return t.per_layer
-            io = sum(d.nbytes for d in (*info.inputs, *info.outputs))
-            per_node += (sum(p or 0 for p in pools) + io) / self._rate()
-        return min(t.per_layer, max(info.n_nodes, 1) * per_node)
-
-    def node_report_cap(self, info: NetworkInfo) -> int:
-        """The most node reports one per-layer run may send: one per c-operator (N6:
-        epoch) the network says it has, within :attr:`Limits.node_reports`."""
-        if info.n_nodes > 0:
-            return min(self.limits.node_reports, info.n_nodes)
-        return self.limits.node_reports
+        return total + per_layer_budget(t, self.limits, self._rate(), info, mode)
 
     @contextmanager
     def _operation(self, seconds: float) -> Iterator[None]:
@@ -395,7 +371,7 @@ class BoardClient:
                 raise BoardProtocolError(f"input #{i}: board acknowledged {got['param']} bytes "
                                          f"of {len(data)}")
             self._send(bp.host_ack())
-        most = self.node_report_cap(info)
+        most = node_report_cap(self.limits, info)
         while True:  # node reports until the model-level op (flags NONE)
             op = self._expect("op", (bp.S_PROCESSING,), t.op)
             flags = op["type"] >> 24
@@ -404,10 +380,7 @@ class BoardClient:
                 out.duration_ms, out.counters = _ms(op["duration"]), counters
                 break
             if len(out.nodes) >= most:
-                raise BoardProtocolError(
-                    f"{self.where}: more than {most} node reports in one run "
-                    f"(the network has {info.n_nodes} node(s)); at most {most} "
-                    "are accepted")
+                raise too_many_reports(self.where, most, info)
             node = NodeResult(self._node_name(op, len(out.nodes)), op["type"] & 0xFFFFFF,
                               op["id"], _ms(op["duration"]), counters)
             out.nodes.append(node)

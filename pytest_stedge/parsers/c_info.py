@@ -24,7 +24,6 @@ from typing import Any
 from pytest_stedge.errors import ReportParseError
 from pytest_stedge.result import Result, new_result
 
-from .c_info_shape import shape_diagnostic
 from .common import (
     as_int,
     decode_text,
@@ -97,9 +96,6 @@ def parse_c_info(path: Path, doc: dict[str, Any]) -> Result:
                 "message": f"{path.name}: c_info json_schema_version {schema!r}, expected '2.0'",
             }
         )
-    shape = shape_diagnostic(path, doc)
-    if shape is not None:
-        diagnostics.append(shape)
     result = new_result("unknown")
     env = _dict(doc.get("environment"))
     tools = [t for t in _list(env.get("tools")) if isinstance(t, dict)]

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pytest_stedge.result import Result
+
 _OBJECT, _LIST = "an object", "a list"
 SECTIONS: dict[str, str] = {
     "environment": _OBJECT,
@@ -29,6 +31,14 @@ SECTIONS: dict[str, str] = {
 # the figures a c_info is read for: byte counts, whole numbers >= 0
 _FOOTPRINT_FIGURES = ("weights", "activations")
 _SHOWN = 5
+
+
+def with_shape_warning(result: Result, path: Path, doc: dict[str, Any]) -> Result:
+    """``result`` (parsed from the c_info ``doc``) with the :func:`shape_diagnostic`, if any."""
+    warning = shape_diagnostic(path, doc)
+    if warning is not None:
+        result["diagnostics"] = [*(result.get("diagnostics") or []), warning]
+    return result
 
 
 def shape_diagnostic(path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:

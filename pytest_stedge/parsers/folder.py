@@ -16,6 +16,7 @@ from pytest_stedge.errors import ReportParseError
 from pytest_stedge.result import Result
 
 from . import c_info, report_json, report_txt, val_files
+from .c_info_shape import with_shape_warning
 from .common import decode_text, read_bytes
 from .figures import FigureError, line_of, overflowing
 
@@ -74,8 +75,8 @@ def parse_file(path: Path | str) -> Result:
 def _parse_json(path: Path, data: bytes) -> Result:
     doc = c_info.load_json(path, data)
     try:
-        if c_info.is_c_info(doc):
-            return c_info.parse_c_info(path, doc)
+        if c_info.is_c_info(doc):  # a section of the wrong shape is said, never dropped
+            return with_shape_warning(c_info.parse_c_info(path, doc), path, doc)
         if report_json.is_report_json(doc):
             _literal_metrics(doc)
             return report_json.parse_report_json(path, doc)
