@@ -114,6 +114,8 @@ class SessionStop:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self) -> Generator[None, object, object]:
         self.ending = True  # from here on a signal is said, never raised
+        if self._armed:  # again: pytest's faulthandler_timeout cancels it after each test
+            self._arm()
         return (yield)
 
     @pytest.hookimpl(trylast=True)
