@@ -138,8 +138,9 @@ TURNS = 6  # how many times wait_s a process waits in all while others take turn
 
 
 # A reader touches its flag at each failed try (every RETRY_S): one touched this recently
-# still waits; one that got the file has stopped touching it.
-READER_FRESH_S = 5 * RETRY_S
+# still waits (0.5 s: a reader on a loaded machine is not scheduled every 20 ms); one that
+# got the file has stopped touching it.
+READER_FRESH_S = 25 * RETRY_S
 
 
 def reader_waits_now(path: str) -> bool:
