@@ -2,18 +2,26 @@
 moments, and fill its disk; after each, check what a user relies on.
 
 The fake stedgeai sleeps a random time per case (and starts helpers that call setsid and
-double-fork away, `spawn`). After each trial:
+double-fork away, `spawn`, and one that also clears its environment, `spawn_clean`). After
+each trial:
 - every item pytest reported finished (-v lines) is in the store: counted once as found
   directly in the DuckDB file (read-only open), and once after a writer open merged the
   journal the stopped session left (what the next session does);
 - the store opens;
 - no tool process is left (the fake tool and its helpers, looked up in /proc);
 - for SIGTERM and SIGINT: the run is marked interrupted and the summary was printed.
+- a stop is stuck when the session has not ended 120 s after the signal (it is killed);
+  a stop the session's own watchdog ended (ini stedge_stop_timeout: every stack printed,
+  exit 1) is counted apart.
 The full-disk trial runs the session on a small tmpfs (skipped, with the reason, where
 mounting is not allowed): the session must end with its summary and a clear message, and
 every finished item must be in the store or its journal, merged once space is back.
+The readers trial runs 8 sessions on one DuckDB file while `stedge runs` and `stedge
+dashboard` read it in a loop: reads refused (after their 5 s wait), the slowest read, and
+every session's finished items in the store.
 
     python benchmarks/fault_trials.py [--trials 20] [--cases 8] [--seed 1] [--xdist]
+                                      [--only kill|term|int|disk|readers]
 """
 
 from __future__ import annotations
@@ -68,6 +76,10 @@ class Tally:
     marked_interrupted: int = 0
     summary_printed: int = 0
     finished_items: int = 0
+    lost_items: int = 0  # finished items in neither the store nor a journal
+    processes_left: int = 0  # tool processes alive 15 s after the session ended
+    stuck_stops: int = 0  # sessions alive 120 s after the signal (killed)
+    watchdog_stops: int = 0  # stops the session's watchdog ended (stacks printed, exit 1)
     missing: list[str] = field(default_factory=list)
 
 
@@ -84,8 +96,8 @@ def build(root: Path, cases: int) -> tuple[Path, Path]:
 
 
 def faults(rng: random.Random, cases: int) -> str:
-    return json.dumps({f"m{i}": {"sleep": round(rng.uniform(0.05, 0.8), 3), "spawn": 120}
-                       for i in range(cases)})
+    return json.dumps({f"m{i}": {"sleep": round(rng.uniform(0.05, 0.8), 3), "spawn": 120,
+                              "spawn_clean": 120} for i in range(cases)})
 
 
 def live(marks: list[str]) -> list[int]:
@@ -133,6 +145,7 @@ def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted:
     while live(marks) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = live(marks)
+    tally.processes_left += len(left)
     if not left:
         tally.no_tool_left += 1
     else:
@@ -160,6 +173,7 @@ def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted:
     if finished <= merged:
         tally.all_after_merge += 1
     else:
+        tally.lost_items += len(finished - merged)
         tally.missing += sorted(finished - merged)
     if interrupted and len(store_runs := newest) and run_count(db) > runs_before:
         tally.interrupted_runs += 1
@@ -183,7 +197,14 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
         time.sleep(delay)
         if proc.poll() is None:
             proc.send_signal(sig)
-        output = proc.communicate(timeout=300)[0]
+        try:
+            output = proc.communicate(timeout=120)[0]
+        except subprocess.TimeoutExpired:  # a stuck stop: count it, then end it
+            tally.stuck_stops += 1
+            proc.kill()
+            output = proc.communicate()[0]
+        if "Timeout (0:" in output and "most recent call first" in output:
+            tally.watchdog_stops += 1
         # a session that ended before the signal is a plain run: still checked
         check(tally, db, output, marks, interrupted=sig != signal.SIGKILL and proc.returncode == 2,
               runs_before=before)
@@ -258,13 +279,15 @@ def main() -> None:
     parser.add_argument("--disk-mb", type=int, default=24)
     parser.add_argument("--room-kb", type=int, default=900, help="free space left on the tmpfs")
     parser.add_argument("--xdist", action="store_true", help="run the sessions with -n 2")
-    parser.add_argument("--only", choices=["kill", "term", "int", "disk"], action="append")
+    parser.add_argument("--only", choices=["kill", "term", "int", "disk", "readers"],
+                        action="append")
+    parser.add_argument("--writers", type=int, default=8, help="sessions of the readers trial")
     args = parser.parse_args()
     # a background shell starts us with SIGINT ignored, and pytest would inherit that
     signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
-    kinds = args.only or ["kill", "term", "int", "disk"]
-    results: dict[str, Tally | str] = {}
+    kinds = args.only or ["kill", "term", "int", "disk", "readers"]
+    results: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         installs, corpus = build(root, args.cases)
@@ -284,14 +307,23 @@ def main() -> None:
             print("full disk:", flush=True)
             results["disk"] = full_disk_trial(args, root, installs, corpus, rng)
             report("disk", results["disk"])
+        if "readers" in kinds:
+            from fault_readers import readers_trial
+
+            print(f"readers: {args.writers} sessions on one store", flush=True)
+            results["readers"] = readers_trial(
+                args.writers, lambda db, work: session(
+                    corpus, installs, db, work, root / "readers.html", faults(rng, args.cases),
+                    args.xdist), root)
+            print(results["readers"], flush=True)
     print("\nresults")
     for kind, tally in results.items():
         report(kind, tally)
 
 
-def report(kind: str, tally: Tally | str) -> None:
+def report(kind: str, tally: object) -> None:
     """One line of counts for the trials of one kind."""
-    if isinstance(tally, str):
+    if not isinstance(tally, Tally):
         print(f"{kind:>5}: {tally}", flush=True)
         return
     line = (f"{kind:>5}: {tally.trials} trials, {tally.finished_items} finished items; "
@@ -305,6 +337,9 @@ def report(kind: str, tally: Tally | str) -> None:
                  f"{tally.summary_printed}")
     if kind == "disk":
         line += f"; summary with a clear message {tally.summary_printed}/1"
+    line += (f"; items lost {tally.lost_items}; processes left {tally.processes_left}; "
+             f"stuck stops {tally.stuck_stops} (ended by the watchdog: "
+             f"{tally.watchdog_stops})")
     print(line, flush=True)
     for problem in tally.missing[:10]:
         print(f"       missing: {problem}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .case.boundary import one_case
 from .case.load import check_model_pin, load_cases
 from .case.model import Case
 from .errors import CaseError, OracleError, ToolchainError
@@ -26,6 +27,7 @@ from .steps import (
     stage_result,
 )
 from .store.rows import ItemRow
+from .verdict.bands import check_case_bands
 from .verdict.gate import (
     explaining_bug,
     failure_message,
@@ -84,6 +86,7 @@ def case_file(parent: pytest.Collector, path: Path, hooks_from: Path | None = No
 
 
 
+@one_case  # a failure on one case file is that file's collection error
 def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[StedgeItem]:
     """The items of one case file (node ids ``<file_id>::<stage>[<param>]``), children of
     ``parent``: its :class:`CaseFile`, or the corpus folder above (see :mod:`.folders`).
@@ -95,6 +98,7 @@ def case_items(parent: pytest.Collector, path: Path, file_id: str) -> list[Stedg
     state = get_state(config)
     cases = load_cases(path, cache=path_cache(config))
     for case in cases:
+        check_case_bands(case)
         state.bugs.check(case)
         if case.sha256 is not None and case.model.is_file():
             check_model_pin(case, state.models.sha256(case))

@@ -45,6 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "stedge_db_wait", "Seconds to wait for a store held by another session", default="5"
     )
+    from .stop import STOP_TIMEOUT_HELP
+
+    parser.addini("stedge_stop_timeout", STOP_TIMEOUT_HELP, default="60")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,10 +9,8 @@ only the items in flight, and SIGTERM ends a session like Ctrl-C.
 
 from __future__ import annotations
 
-import signal
 import socket
 import sys
-import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,13 +21,19 @@ import pytest
 from .errors import StoreError
 from .report.terminal import SessionSummary
 from .state import WORKERINPUT_KEY, StedgeState
+from .stop import SessionStop, stop_timeout
 from .store.database import DEFAULT_PATH, Store
+from .store.ending import finish_writes, not_stored_lines
 from .store.journal import Journal, merge_stopped
 from .store.location import Location, display, is_server, parse_location
 from .store.rows import ItemRow, run_label
 from .store.writer import SessionWriter, WriteReport
 
 controller_key = pytest.StashKey["StedgeController"]()
+# The exit status of a session whose finished items are not all in the store (kept in the
+# journal): pytest's "internal error", since the harness, not a test, failed.
+NOT_STORED_EXIT = pytest.ExitCode.INTERNAL_ERROR
+END_WAIT_FACTOR = 6  # the end waits this many times stedge_db_wait for a busy store
 
 
 def store_path(config: pytest.Config) -> Location:
@@ -59,11 +63,13 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     """
     _refuse_remote_workers(config)
     state.settings.ini_timeout()  # a bad ini limit stops the session before any run
-    _finish_on_sigterm()
+    stop = SessionStop(stop_timeout(config))
+    stop.install()  # SIGTERM ends a session like Ctrl-C; nothing cuts its end
+    config.pluginmanager.register(stop, "stedge-stop")
     roots = [Path(r) for r in config.getoption("stedge_root") or []]
     roots += [Path(p) for p in config.getini("stedge_roots") or []]
     discovery = config.hook.pytest_stedge_discover_toolchains(config=config, roots=roots)
-    controller = StedgeController(config, state)
+    controller = StedgeController(config, state, stop)
     config.stash[controller_key] = controller
     config.pluginmanager.register(controller, "stedge-controller")
     recordings: list[dict[str, Any]] = []
@@ -159,9 +165,12 @@ def _load_baseline(
 class StedgeController:
     """Registered on the controller only: writes rows and prints the summary."""
 
-    def __init__(self, config: pytest.Config, state: StedgeState) -> None:
+    def __init__(
+        self, config: pytest.Config, state: StedgeState, stop: SessionStop | None = None
+    ) -> None:
         self.config = config
         self.state = state
+        self.stop = stop or SessionStop(0)
         self.store: Store | None = None
         self.run_id: int | None = None
         self.run_uuid: str | None = None
@@ -172,6 +181,7 @@ class StedgeController:
         self.journal: Journal | None = None
         self.writer: SessionWriter | None = None
         self.report_path: Path | None = None
+        self.incomplete = False  # finished items (or the run's end) only in the journal
         self._kept: WriteReport | None = None
 
     def open_store(self) -> None:
@@ -225,7 +235,8 @@ class StedgeController:
             row.outcome = _outcome(report)
             if not report.passed:
                 row.message = _message(report)
-            self._record(row, report)
+            with self.stop.shielded():  # an interrupt mid-hand-over could hang the stop
+                self._record(row, report)
 
     def _record(self, row: ItemRow, report: pytest.TestReport) -> None:
         self.summary.rows.append(row)
@@ -251,6 +262,8 @@ class StedgeController:
 
     # -- end of session ----------------------------------------------------------------
 
+    # trylast: after --stedge-update's tracker, which may turn exit status 1 into 0
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.writer is None or self.store is None or self.run_id is None:
             return
@@ -258,21 +271,21 @@ class StedgeController:
         self.writer = None
         status = _status(exitstatus)
         assert self.journal is not None
-        self.journal.finish(status, int(exitstatus))
-        finished = False
-        if not kept.full:
-            try:
-                self.store.finish_run(self.run_id, status=status, exitstatus=int(exitstatus))
-                finished = True
-            except StoreError as exc:
-                kept.errors.append(str(exc))
-        complete = finished and not kept.unstored and not self.journal.full
-        self.journal.close(delete=complete)
-        if not complete:
-            self.write_errors += _kept_lines(
+        wait = float(self.config.getini("stedge_db_wait") or 5)
+        ending = finish_writes(  # more patient than a batch: 6 x stedge_db_wait
+            self.store, self.run_id, kept, self.journal, status=status,
+            exitstatus=int(exitstatus), wait_s=END_WAIT_FACTOR * wait,
+        )
+        if not ending.complete:
+            self.incomplete = True
+            self.write_errors += not_stored_lines(
                 self.path, self.journal.path, kept, journal_full=self.journal.full
             )
-        if finished:
+            # A finished item only in the journal is no green step: a CI job publishing
+            # the store next would read an incomplete run.
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = NOT_STORED_EXIT
+        if ending.finished:
             self._write_report()
 
     def _write_report(self) -> None:
@@ -312,6 +325,10 @@ class StedgeController:
         if self.run_id is not None:
             part = f" (run group {group})" if group else ""
             stored = f"stored as run {self.run_id}{part} in {display(self.path)}"
+            if self.incomplete:
+                stored = (f"run {self.run_id}{part} is incomplete in {display(self.path)}: "
+                          f"the rest is in the journal (above); exit status "
+                          f"{int(NOT_STORED_EXIT)} unless a test failed")
         write_summary(
             terminalreporter, self.summary, notes=self.notes, write_errors=self.write_errors,
             stored=stored, report_path=self.report_path,
@@ -326,40 +343,6 @@ def _status(exitstatus: int) -> str:
     if exitstatus == pytest.ExitCode.TESTS_FAILED:
         return "failed"
     return "error"
-
-
-def _kept_lines(
-    store: Location, journal: Path, kept: WriteReport, *, journal_full: bool = False
-) -> list[str]:
-    """What the summary says when the store could not take everything."""
-    count = len(kept.unstored)
-    why = "the disk is full" if kept.full else "; ".join(dict.fromkeys(kept.errors)) or "busy"
-    lost = (
-        " The journal's disk is full too: items finished after it filled are lost."
-        if journal_full else ""
-    )
-    return [
-        (
-            f"{store}: {why}. {count} finished item(s) and the end of the run are not in "
-            f"the store; they are kept in the journal {journal}, merged by the next session "
-            f"on this store or now by `stedge import {journal} --db {store}`.{lost}"
-        )
-    ]
-
-
-def _finish_on_sigterm() -> None:
-    """SIGTERM (CI runners, `timeout`) ends the session like Ctrl-C: items kept, run
-    marked interrupted, summary printed. A handler someone else installed is kept."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the ending
-        raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
-
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _outcome(report: pytest.TestReport) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -196,3 +198,19 @@ def validate_run(path: Path) -> dict[str, Any]:
 
     runs = parse_runs(path)
     return next((r for r in runs if r["command"] == "validate"), runs[-1])
+
+
+@pytest.fixture
+def readonly_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A folder mounted read-only (root ignores file modes; a read-only mount binds it)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)], capture_output=True,
+        check=False,
+    ).returncode != 0:
+        pytest.skip("mounting a tmpfs is not allowed here (needs root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)

@@ -148,20 +148,21 @@ SINFO = {"devid": 0x486, "sclock": 800_000_000, "hclock": 400_000_000, "cache": 
 SHAPE = (1, 4)
 
 
-def minfo(inputs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A network ``net`` with one float32 [1, 4] input and output (unless ``inputs``)."""
+def minfo(inputs: list[dict[str, Any]] | None = None, n_nodes: int = 1) -> dict[str, Any]:
+    """A network ``net`` of ``n_nodes`` nodes with one float32 [1, 4] input and output
+    (unless ``inputs``)."""
     io = bt.tensor_desc_msg("x", np.dtype(np.float32), SHAPE, bp.TENSOR_INPUT)
     out = bt.tensor_desc_msg("y", np.dtype(np.float32), SHAPE, bp.TENSOR_OUTPUT | bp.TENSOR_LAST)
     return {"name": "net", "rtid": 4, "signature": "", "compile_datetime": "",
-            "runtime_version": 0, "tool_version": 0, "n_macc": 0, "n_nodes": 1,
+            "runtime_version": 0, "tool_version": 0, "n_macc": 0, "n_nodes": n_nodes,
             "n_inputs": 1, "inputs": inputs if inputs is not None else [io],
             "n_outputs": 1, "outputs": [out], "n_activations": 0, "activations": [],
             "n_params": 0, "params": [], "runtime_desc": "hostile"}
 
 
-def honest_until(conn: Conn, last: int) -> dict[str, Any]:
+def honest_until(conn: Conn, last: int, n_nodes: int = 1) -> dict[str, Any]:
     """Answer requests honestly until one with command ``last`` arrives; return it
-    (a run's inputs are taken and acknowledged first)."""
+    (a run's inputs are taken and acknowledged first). The network has ``n_nodes``."""
     while True:
         req = conn.request()
         cmd = req["cmd"]
@@ -177,7 +178,7 @@ def honest_until(conn: Conn, last: int) -> dict[str, Any]:
         elif cmd == bp.CMD_SYS_INFO:
             conn.answer(bp.S_IDLE, sinfo=SINFO)
         elif cmd == bp.CMD_NETWORK_INFO:
-            conn.answer(bp.S_IDLE, minfo=minfo())
+            conn.answer(bp.S_IDLE, minfo=minfo(n_nodes=n_nodes))
 
 
 def endless(chunk: bytes) -> Iterator[bytes]:
@@ -226,15 +227,16 @@ def after(answer_at: int, data: Iterator[bytes] | bytes,
 
 
 def answers(answer_at: int, make: Callable[[int], dict[str, Any]],
-            interval: float = 0.0) -> Callable[[Conn], None]:
-    """Honest until command ``answer_at``, then protocol messages ``make(i)`` for ever."""
+            interval: float = 0.0, n_nodes: int = 1) -> Callable[[Conn], None]:
+    """Honest until command ``answer_at`` (about a network of ``n_nodes``), then protocol
+    messages ``make(i)`` for ever."""
     def chunks(conn: Conn) -> Iterator[bytes]:
         for i in range(1 << 62):
             msg = bp.encode(bp.resp_schema(HB), {"reqid": conn.reqid, **make(i)})
             yield bp.target_packets(msg, P, HB)
 
     def script(conn: Conn) -> None:
-        honest_until(conn, answer_at)
+        honest_until(conn, answer_at, n_nodes)
         threading.Thread(target=_drop, args=(conn,), daemon=True).start()
         for chunk in chunks(conn):
             conn.raw(chunk)

@@ -121,7 +121,8 @@ def test_deadlines_follow_the_documented_formula() -> None:
     info = _info((x,), (y,))
     io = 0.5 + 0.5 + slack + (0.5 + 0.5 + 9 * 34 / 46080) + 552 / 46080
     assert client.deadline("run", info, "io") == pytest.approx(io)
-    assert client.deadline("run", info, "per-layer") == pytest.approx(io + 2.0)
+    # per-layer: min(per_layer 2.0, 1 node x (op 0.5 + one small message))
+    assert client.deadline("run", info, "per-layer") == pytest.approx(io + 0.5 + slack)
     with pytest.raises(BoardError, match="accepted connect, sync"):
         client.deadline("flash")
 
@@ -258,18 +259,61 @@ def _op(i: int, flags: int = bp.OP_WITHOUT_TENSOR) -> dict[str, Any]:
 
 
 def test_endless_node_reports_stop_at_their_cap(hostile: Any) -> None:
-    board = hostile(answers(bp.CMD_NETWORK_RUN, _op))
+    board = hostile(answers(bp.CMD_NETWORK_RUN, _op, n_nodes=1_000_000))
     client = connected(board.url)  # patient: the cap, not the deadline, ends it
     info = timed(client.network_info, client.deadline("network_info")).value
     out = timed(lambda: client.run([X], mode="per-layer"), client.deadline("run", info, "per-layer"))
     assert isinstance(out.error, BoardProtocolError)
-    assert "more than 2000 node reports in one run (the network has 1 node(s))" in str(out.error)
+    assert ("more than 2000 node reports in one run (the network has 1000000 node(s))"
+            in str(out.error))
     assert len(out.error.partial.nodes) == 2000  # type: ignore[attr-defined]
     assert out.peak < memory_cap(SMALL)
 
 
+def test_more_node_reports_than_the_network_has_nodes_are_refused(hostile: Any) -> None:
+    """A 1-node network's board sending node reports every 0.4 s ran > 1,100 s before (a
+    per-layer budget of 3,600 s whatever the network): one report, then the refusal."""
+    board = hostile(answers(bp.CMD_NETWORK_RUN, _op, interval=0.4))
+    client = connected(board.url, timeouts=Timeouts())  # ST's limits: op 50 s, per-layer 1 h
+    info = timed(client.network_info, client.deadline("network_info")).value
+    assert info.n_nodes == 1
+    out = timed(lambda: client.run([X], mode="per-layer"), 5.0)
+    assert isinstance(out.error, BoardProtocolError)
+    assert "more than 1 node reports in one run (the network has 1 node(s))" in str(out.error)
+    assert len(out.error.partial.nodes) == 1  # type: ignore[attr-defined]
+    assert out.elapsed < 2.0  # two reports, 0.4 s apart
+
+
+def test_the_per_layer_budget_is_bounded_by_the_network_size() -> None:
+    """By hand, from ST's limits (op 50 s, per-layer 3,600 s) at 921,600 baud (46,080 B/s
+    assumed): per node one op wait and one 64 KiB message, with data every buffer too."""
+    from pytest_stedge.board.budgets import per_layer_budget
+
+    client = BoardClient("socket://127.0.0.1:9", timeouts=Timeouts())
+    slack = 65536 / 46080
+
+    def budget(info: Any, mode: str) -> float:
+        return per_layer_budget(client.timeouts, client.limits, 46080, info, mode)
+
+    x = bt.TensorDesc("x", np.dtype(np.float32), (1, 64))  # 256 bytes
+    y = bt.TensorDesc("y", np.dtype(np.float32), (1, 10))  # 40 bytes
+    one = _info((x,), (y,))
+    assert budget(one, "per-layer") == pytest.approx(50 + slack)
+    sized = replace(one, activations_bytes=46080 * 3 - 296, params_bytes=0)
+    assert budget(sized, "per-layer-data") == pytest.approx(50 + slack + 3)
+    unknown = replace(one, activations_bytes=None)  # no size said: no bound but the ceiling
+    assert budget(unknown, "per-layer-data") == 3600
+    many = replace(one, n_nodes=200)  # 200 x 51.4 s: the ceiling holds
+    assert budget(many, "per-layer") == 3600
+    ten = replace(one, n_nodes=10)
+    assert budget(ten, "per-layer") == pytest.approx(10 * (50 + slack))
+    io = client.deadline("run", one, "io")
+    assert client.deadline("run", one, "per-layer") == pytest.approx(io + 50 + slack)
+
+
 def test_slow_node_reports_end_at_the_run_deadline(hostile: Any) -> None:
-    board = hostile(answers(bp.CMD_NETWORK_RUN, _op, interval=0.4))  # each within op=1.5
+    # each within op=1.5, to a network of many nodes: the run's deadline ends it
+    board = hostile(answers(bp.CMD_NETWORK_RUN, _op, interval=0.4, n_nodes=1_000_000))
     client = connected(board.url, timeouts=replace(FAST, sync=2.0, info=2.0, op=1.5))
     info = timed(client.network_info, client.deadline("network_info")).value
     deadline = client.deadline("run", info, "per-layer")
@@ -297,7 +341,7 @@ def test_run_sending_more_than_its_byte_cap_is_refused(hostile: Any) -> None:
                               | bp.TENSOR_LAST)
     tensor = {"desc": desc, "data": {"type": 0, "size": len(data), "addr": 0, "datas": data}}
     board = hostile(answers(bp.CMD_NETWORK_RUN, lambda i: _op(i, bp.OP_INTERNAL) if i % 2 == 0 else {
-        "state": bp.S_PROCESSING, "tensor": tensor}))
+        "state": bp.S_PROCESSING, "tensor": tensor}, n_nodes=1_000_000))
     client = connected(board.url)  # patient: the cap, not the deadline, ends it
     info = timed(client.network_info, client.deadline("network_info")).value
     out = timed(lambda: client.run([X], mode="per-layer-data"),

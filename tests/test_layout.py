@@ -19,6 +19,7 @@ FLOW = {
     "folders",  # the corpus folders' collectors: pytest collection nodes, beside items
     "shard",  # --stedge-shard K/N: which items this process keeps
     "heap",  # the garbage collector around a corpus session's collection
+    "stop",  # SIGINT/SIGTERM of a session: what is raised, when, and the stop's watchdog
 }
 MAX_TOP_MODULES = 14
 MAX_LINES = 460  # ~450

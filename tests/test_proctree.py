@@ -169,3 +169,89 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return text[text.rindex(")") + 2] not in "ZX"
+
+
+# A helper that leaves every trace of the run: double-fork, setsid, and an exec with a
+# cleared environment (so without the run's token), as in the issue's attack.
+CLEAN_SPAWNER = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os.execve(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)',"
+    " sys.argv[1]], {'PATH': '/usr/bin:/bin'})\n"
+    "    os._exit(0)\n"
+    "os.wait()\n"
+    "print('spawned', flush=True)\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
+
+def _clean_env_helper_dies_with_its_item(tmp_path: Path, mark: str, seconds: str) -> None:
+    try:
+        run = run_tool([sys.executable, "-c", CLEAN_SPAWNER, mark, seconds], cwd=tmp_path,
+                       timeout=1 if seconds != "0" else 30)
+        assert "spawned" in run.output
+    except ToolchainError as exc:
+        assert "timed out" in str(exc)
+    assert _wait_none(mark, 2.0) == []
+
+
+@pytest.mark.parametrize("seconds", ["0", "60"], ids=["tool-exits", "tool-times-out"])
+def test_a_helper_that_clears_its_environment_dies_with_its_item(
+    tmp_path: Path, seconds: str
+) -> None:
+    from pytest_stedge.tool import cgroups
+
+    mark = f"stedge-test-{os.getpid()}-clean-{seconds}"
+    _clean_env_helper_dies_with_its_item(tmp_path, mark, seconds)
+    if cgroups.base() is not None:  # a cgroup per run here: none left behind
+        assert [p.name for p in cgroups.base().iterdir() if p.is_dir()] == []
+
+
+@pytest.mark.parametrize("seconds", ["0", "60"], ids=["tool-exits", "tool-times-out"])
+def test_without_cgroups_the_subreaper_walk_finds_a_clean_environment_helper(
+    tmp_path: Path, seconds: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_stedge.tool import cgroups
+
+    monkeypatch.setitem(cgroups._state, "off", True)  # as where no cgroup is writable
+    proctree.ensure_reaper()
+    assert proctree._subreaper, "PR_SET_CHILD_SUBREAPER refused here"
+    mark = f"stedge-test-{os.getpid()}-clean-walk-{seconds}"
+    _clean_env_helper_dies_with_its_item(tmp_path, mark, seconds)
+
+
+def test_a_killed_pytest_leaves_no_helper_that_cleared_its_environment(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
+) -> None:
+    """The reaper matched tokens only: a helper without one outlived pytest (2 of 2)."""
+    from fake_stedgeai import make_install
+
+    from pytest_stedge.tool import cgroups
+
+    if cgroups.base() is None:
+        pytest.skip("no writable cgroup v2 here: this case is not covered (see the README)")
+    mark = _mark(tmp_path)
+    make_install(tmp_path / "inst" / "4.0", "4.0.1",
+                 config={"*": {"spawn_clean": 60, "sleep": 60, "spawn_mark": mark}})
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", str(corpus), "-p", "no:cacheprovider",
+         "--stedge-root", str(tmp_path / "inst"), "--stedge-db", str(tmp_path / "db.duckdb"),
+         f"--rootdir={tmp_path}"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _with_mark(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        helpers = _with_mark(mark)
+        assert helpers, "the fake tool never started its helper"
+        environ = Path(f"/proc/{helpers[0]}/environ").read_bytes()
+        assert proctree.TOKEN_ENV.encode() not in environ  # it really has no token
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _wait_none(mark) == []
+    assert _wait_none(str(tmp_path / "inst")) == []

@@ -122,22 +122,6 @@ def test_a_sqlite_file_is_not_a_store_and_nothing_is_fetched(tmp_path: Path) -> 
     assert settings == {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
 
 
-@pytest.fixture
-def readonly_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A folder mounted read-only (root ignores file modes; a read-only mount binds it)."""
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)], capture_output=True,
-        check=False,
-    ).returncode != 0:
-        pytest.skip("mounting a tmpfs is not allowed here (needs root)")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
-
-
 def test_a_read_only_store_file_can_be_read(
     readonly_mount: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

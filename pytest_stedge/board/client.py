@@ -16,6 +16,7 @@ from pytest_stedge.errors import BoardError
 
 from . import protocol as bp
 from . import tensors as bt
+from .budgets import node_report_cap, per_layer_budget, too_many_reports
 from .errors import (
     FLASH_HINT,
     BoardCommunicationError,
@@ -181,9 +182,9 @@ class BoardClient:
         ``sync`` and ``system_info``: ``timeouts.sync``; ``network_info``:
         ``timeouts.info``; ``connect``: 2 s of banner draining plus a sync; ``run`` (of the
         network ``info`` in ``mode``): the run ack, each input's packets and ack, the
-        inference (``timeouts.op``), the outputs, plus ``timeouts.per_layer`` in per-layer
-        modes. Each adds the line time of the bytes it moves and of one small message
-        (:attr:`Limits.info_bytes`), at half the line rate.
+        inference (``timeouts.op``), the outputs, plus the node reports in per-layer modes
+        (:mod:`.budgets`). Each adds the line time of the bytes it moves and of one small
+        message (:attr:`Limits.info_bytes`), at half the line rate.
         """
         t = self.timeouts
         slack = self.limits.info_bytes / self._rate()
@@ -202,7 +203,7 @@ class BoardClient:
             total += t.input_ack + t.packet_sync + packets * (self.header_bytes + self._payload
                                                               ) / self._rate()
         total += sum(d.nbytes + _MESSAGE_OVERHEAD for d in info.outputs) / self._rate()
-        return total + (t.per_layer if mode != "io" else 0.0)
+        return total + per_layer_budget(t, self.limits, self._rate(), info, mode)
 
     @contextmanager
     def _operation(self, seconds: float) -> Iterator[None]:
@@ -370,18 +371,16 @@ class BoardClient:
                 raise BoardProtocolError(f"input #{i}: board acknowledged {got['param']} bytes "
                                          f"of {len(data)}")
             self._send(bp.host_ack())
+        most = node_report_cap(self.limits, info)
         while True:  # node reports until the model-level op (flags NONE)
-            if len(out.nodes) >= caps.node_reports:
-                raise BoardProtocolError(
-                    f"{self.where}: more than {caps.node_reports} node reports in one run "
-                    f"(the network has {info.n_nodes} node(s)); at most {caps.node_reports} "
-                    "are accepted")
             op = self._expect("op", (bp.S_PROCESSING,), t.op)
             flags = op["type"] >> 24
             counters = bt.decode_counters(op["counter_type"], op["counters"])
             if flags == 0:
                 out.duration_ms, out.counters = _ms(op["duration"]), counters
                 break
+            if len(out.nodes) >= most:
+                raise too_many_reports(self.where, most, info)
             node = NodeResult(self._node_name(op, len(out.nodes)), op["type"] & 0xFFFFFF,
                               op["id"], _ms(op["duration"]), counters)
             out.nodes.append(node)

@@ -47,6 +47,7 @@ except ImportError:  # pragma: no cover - the pure-Python standard library parse
 
 from ..errors import CaseError
 from .all_errors import every_error
+from .boundary import one_case
 from .bounds import BASELINE_HELP, EXPECT_HELP, parse_baseline_bands, parse_expectations
 from .model import STAGES, Case, NeuralArt
 from .owned_options import refuse_owned_options
@@ -85,6 +86,7 @@ _NEURAL_ART_KEYS = ("profile", "file", "mpool")
 _TARGET_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+@one_case  # any failure while loading the file is its CaseError
 def load_cases(
     case_toml: Path, corpus_root: Path | None = None, *, cache: PathCache | None = None
 ) -> list[Case]:

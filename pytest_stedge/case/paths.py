@@ -59,9 +59,17 @@ def resolve_model(
     if ref in local:
         return path.parent / ref
     model = inside_corpus(path, root, ref, key)
-    if not model.is_file():
-        raise CaseError(path, key, f"model file {ref!r} not found (looked for {model})")
+    if not os.path.isfile(model):  # False, not ENAMETOOLONG, for a name too long
+        raise CaseError(path, key, f"model file {shown(ref)} not found (looked for "
+                                   f"{shown(str(model))})")
     return model
+
+
+def shown(ref: str, limit: int = 120) -> str:
+    """A path as a message quotes it: a hostile 5,000-character one is cut, its length said."""
+    if len(ref) <= limit:
+        return repr(ref)
+    return f"{ref[:limit]!r}... ({len(ref):,} characters)"
 
 
 def onnx_light_dir() -> Path:
@@ -78,19 +86,21 @@ def inside_corpus(path: Path, root: Path, ref: Any, key: str) -> Path:
     if not isinstance(ref, str) or not ref:
         raise CaseError(path, key, f"expected a relative path string, got {ref!r}")
     if "\0" in ref:
-        raise CaseError(path, key, f"path {ref!r} holds a NUL character; expected a relative path")
+        raise CaseError(path, key, f"path {shown(ref)} holds a NUL character; expected a relative path")
     if Path(ref).is_absolute():
-        raise CaseError(path, key, f"path {ref!r} is absolute; expected a path relative to "
+        raise CaseError(path, key, f"path {shown(ref)} is absolute; expected a path relative to "
                                    "the case folder, inside the corpus")
     candidate = path.parent / ref
-    if os.sep in ref or "/" in ref or ref in (".", "..") or candidate.is_symlink():
-        try:  # a plain name in the (resolved) case folder is final
-            candidate = candidate.resolve()
-        except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
-            raise CaseError(path, key, f"path {ref!r} cannot be resolved: {os_reason(exc)}") from None
+    try:
+        if os.sep in ref or "/" in ref or ref in (".", "..") or candidate.is_symlink():
+            candidate = candidate.resolve()  # a plain name in the (resolved) folder is final
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
+        raise CaseError(
+            path, key, f"path {shown(ref)} cannot be resolved: {os_reason(exc)}"
+        ) from None
     if not candidate.is_relative_to(root):
         raise CaseError(
-            path, key, f"path {ref!r} leaves the corpus ({root}); keep case files inside it"
+            path, key, f"path {shown(ref)} leaves the corpus ({root}); keep case files inside it"
         )
     return candidate
 

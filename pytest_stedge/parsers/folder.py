@@ -16,6 +16,7 @@ from pytest_stedge.errors import ReportParseError, SeveralRunsError
 from pytest_stedge.result import Result
 
 from . import c_info, pool_split, report_json, report_txt, val_files
+from .c_info_shape import with_shape_warning
 from .common import decode_text, read_bytes
 from .figures import FigureError, line_of, overflowing
 from .merge import merge
@@ -102,8 +103,8 @@ def parse_file_runs(path: Path | str) -> list[Result]:
 def _parse_json(path: Path, data: bytes) -> Result:
     doc = c_info.load_json(path, data)
     try:
-        if c_info.is_c_info(doc):
-            return c_info.parse_c_info(path, doc)
+        if c_info.is_c_info(doc):  # a section of the wrong shape is said, never dropped
+            return with_shape_warning(c_info.parse_c_info(path, doc), path, doc)
         if report_json.is_report_json(doc):
             _literal_metrics(doc)
             return report_json.parse_report_json(path, doc)

@@ -85,11 +85,20 @@ class ChangeGroup:
 
 def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
     """Render every page of the dashboard under ``out``; return index.html."""
+    out.mkdir(parents=True, exist_ok=True)
+    from pytest_stedge.store.view import one_view
+
+    # One view of the store for the whole site: sessions writing a shared store meanwhile
+    # would otherwise add a version between the reads (an index past the version list).
+    with one_view(store) as view:
+        return _write_site(view, out, bugs_dir=bugs_dir)
+
+
+def _write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
     from pytest_stedge.store.history import finding_columns, stored_versions
 
     from .render import render
 
-    out.mkdir(parents=True, exist_ok=True)
     versions = sorted_versions(stored_versions(store))
     order = {v: k for k, v in enumerate(versions)}
     cases = case_table(store, versions)

@@ -101,8 +101,12 @@ class StoreConnection:
         import os
 
         tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
-        for leftover in (tmp, Path(f"{tmp}.wal")):
-            leftover.unlink(missing_ok=True)
+        try:
+            for leftover in (tmp, Path(f"{tmp}.wal")):
+                leftover.unlink(missing_ok=True)
+        except OSError as exc:  # a read-only folder or disk: no store can be made there
+            raise StoreError(f"cannot create store {path}: {exc.strerror or exc} "
+                             f"({path.parent})") from None
         fresh = cls(str(tmp))
         try:
             fresh._migrate()
@@ -115,7 +119,10 @@ class StoreConnection:
         except OSError as exc:
             raise translate(exc, str(path)) from None
         finally:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

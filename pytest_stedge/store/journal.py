@@ -6,8 +6,11 @@ deletes the file once the store holds everything. So a session killed at any mom
 or one that met a full disk or a store it could not write, leaves its items in the
 journal; the next session on the store (or ``stedge import <journal>``) merges them.
 
-The journal reserves disk space when it starts (``fallocate`` without growing the
-file), so the lines of a session that fills the disk still fit. A live session holds
+The journal reserves disk space ahead of its lines (``fallocate`` without growing the
+file: 1 MiB at the start, then as much again as it holds, at most 8 MiB ahead), so the
+lines of a session that fills the disk still fit; a session whose store found the disk full
+gives the unused reserve back for one more try of the store (:meth:`Journal.release`): the
+reserve must not take the store's room. A live session holds
 an exclusive ``flock`` on its file: a journal nobody holds belongs to a stopped
 session. Kept free of DuckDB: :func:`merge` takes a Store.
 """
@@ -33,7 +36,8 @@ if TYPE_CHECKING:
     from .database import Store
 
 SUFFIX = ".jsonl"
-RESERVE_BYTES = 8 << 20
+RESERVE_BYTES = 8 << 20  # the most reserved ahead at once
+FIRST_RESERVE_BYTES = 1 << 20  # reserved at the start; then as much again as was written
 _KEEP_SIZE = 1  # FALLOC_FL_KEEP_SIZE
 _NOT_STORED = ("changes", "update", "baseline_version")  # ItemRow fields the store never holds
 
@@ -106,10 +110,26 @@ class Journal:
             return
         self._written += len(line)
 
+    def release(self) -> None:
+        """Give back the disk reserved past the lines written (the store needs the room)."""
+        if self._fd < 0 or self._reserved <= self._written:
+            return
+        try:
+            os.ftruncate(self._fd, os.fstat(self._fd).st_size)  # frees blocks past the end
+        except OSError:
+            return
+        self._reserved = self._written
+
+    def reserve_again(self) -> None:
+        """Reserve ahead once more, as much as the disk still has (after :meth:`release`)."""
+        if self._fd >= 0:
+            self._reserve()
+
     def _reserve(self) -> None:
         """Reserve the next stretch of disk for this file (Linux; elsewhere a no-op): as
-        much of RESERVE_BYTES as the disk still has, down to 64 KiB."""
-        step = RESERVE_BYTES
+        much as was written so far (1 MiB at first, at most RESERVE_BYTES) as the disk
+        still has, down to 64 KiB."""
+        step = min(RESERVE_BYTES, max(FIRST_RESERVE_BYTES, self._written))
         while step >= 64 << 10:
             want = self._written + step
             if want <= self._reserved or _fallocate(self._fd, want):

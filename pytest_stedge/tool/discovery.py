@@ -284,15 +284,16 @@ def run_tool(
         try:
             # A session of its own (Ctrl-C in the terminal is ours to handle), and a token
             # in its environment that marks every process of its tree.
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=proctree.tool_env(env, token),
-                start_new_session=(os.name == "posix"),
-            )
+            with proctree.born_confined(token):  # its own cgroup, where there can be one
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=proctree.tool_env(env, token),
+                    start_new_session=(os.name == "posix"),
+                )
         except OSError as exc:
             raise ToolchainError(argv, reason=f"cannot start: {exc}") from None
         since = proctree.start_tick(proc.pid)

@@ -1,14 +1,22 @@
 """No tool process outlives its item: find a tool's whole process tree and kill it.
 
 A process group is not enough: a compiler's helpers may call ``setsid`` or double-fork
-away from their parent. So each tool run carries a token in its environment
-(inherited by every descendant, whatever session it moves to), and the tree is every
-process that descends from the tool by parent links or carries its token (Linux:
-``/proc``; elsewhere the tool's process group).
+away from their parent, and clear their environment too. What holds, strongest first:
+
+1. Where this process may make cgroups (cgroup v2, writable: :mod:`.cgroups`), each tool
+   run is born in a cgroup of its own, and its end kills every member: no helper leaves
+   it by setsid, double-fork or a cleared environment.
+2. Else (Linux): this process is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a
+   helper whose parent exits is re-parented to us, not to init. The tree is the tool, our
+   children started since the tool did (adopted orphans, token or not), every process
+   that carries the run's token in its environment, and all their descendants.
+3. Elsewhere: the tool's process group.
 
 If pytest itself is killed (SIGKILL leaves it no chance), a small reaper process that
 each pytest process starts beside its first tool run notices (its pipe from pytest
-closes) and kills every process carrying that pytest process's tokens.
+closes) and kills every run cgroup of that process and every process carrying its
+tokens. Without cgroups, a helper that cleared its environment and whose parent is gone
+is then init's child with nothing left to tell it by: that one case is not covered.
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ import signal
 import sys
 import time
 import uuid
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from . import cgroups
 
 TOKEN_ENV = "STEDGE_TOOL_TOKEN"
 _PROC = Path("/proc")
@@ -84,7 +95,8 @@ def tree(root: int, token: str, *, since: int = 0) -> set[int]:
     if not _subreaper or not (_PROC / "self" / "task" / str(me) / "children").exists():
         return _scan(root, token, since)
     stack = [root] if _stat(root) is not None else []
-    stack += [c for c in _children(me) if c != _reaper_pid and _has_token(c, token)]
+    # our children: the tool's orphans were re-parented to us, whatever their environment
+    stack += [c for c in _children(me) if c != _reaper_pid and _ours(c, token, since)]
     found: set[int] = set()
     while stack:
         pid = stack.pop()
@@ -93,6 +105,16 @@ def tree(root: int, token: str, *, since: int = 0) -> set[int]:
         found.add(pid)
         stack += _children(pid)
     return found
+
+
+def _ours(child: int, token: str, since: int) -> bool:
+    """Whether our child ``child`` belongs to the run: it carries the token, or it started
+    since the tool did (an orphan of the tool adopted by us; tool runs of a process do
+    not overlap)."""
+    if _has_token(child, token):
+        return True
+    info = _stat(child)
+    return since > 0 and info is not None and info[1] >= since
 
 
 def _children(pid: int) -> list[int]:
@@ -146,7 +168,10 @@ def kill_tree(root: int, token: str, *, since: int = 0) -> int:
     processes were killed. A descendant that forks while we kill is caught next round."""
     if not supported():
         return _kill_group(root)
-    killed: set[int] = set()
+    killed = cgroups.kill(token)  # the run's cgroup, where there is one: all of it
+    _reap(killed)
+    if root in killed:
+        root = -1  # killed and collected: its pid may be another process's by now
     for _ in range(_KILL_ROUNDS):
         pids = tree(root, token, since=since) - {os.getpid(), _reaper_pid}
         alive = {p for p in pids if not _zombie(p)}
@@ -193,6 +218,11 @@ def _kill_group(root: int) -> int:
     return 1
 
 
+def born_confined(token: str) -> AbstractContextManager[None]:
+    """Around the tool's spawn: it is born in a cgroup of its run's own, where it can be."""
+    return cgroups.born_in(token)
+
+
 def ensure_reaper() -> None:
     """Start this process's reaper once (Linux): it outlives us only to kill our tools.
 
@@ -207,7 +237,9 @@ def ensure_reaper() -> None:
     read_end, write_end = os.pipe()  # both ends not inherited (PEP 446), but as stdin
     try:
         _reaper_pid = os.posix_spawn(
-            sys.executable, [sys.executable, "-S", "-c", _REAPER_CODE, _prefix], os.environ,
+            sys.executable,
+            [sys.executable, "-S", "-c", _REAPER_CODE, _prefix, str(cgroups.base() or "")],
+            os.environ,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, read_end, 0),
                 (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
@@ -266,14 +298,58 @@ _keep: list[int] = []
 
 # The reaper, as a script of its own (no import of this package: it must start fast and
 # work whatever state the package is in). It waits for its stdin (a pipe from pytest) to
-# close, then kills every process whose environment carries this pytest process's tokens.
+# close, then kills every process in pytest's run cgroups (argv[2], when there are any)
+# and every process whose environment carries this pytest process's tokens.
 _REAPER_CODE = r"""
 import os, signal, sys, time
 prefix = ("STEDGE_TOOL_TOKEN=" + sys.argv[1] + "-").encode()
+base = sys.argv[2]
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 while os.read(0, 4096):
     pass
+def members(run):
+    try:
+        with open(os.path.join(run, "cgroup.procs")) as handle:
+            return [int(x) for x in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+runs = []
+if base:
+    try:
+        runs = [os.path.join(base, n) for n in os.listdir(base)]
+    except OSError:
+        pass
+for run in runs:
+    if not os.path.isdir(run):
+        continue
+    for _ in range(200):
+        pids = members(run)
+        if not pids:
+            break
+        try:
+            with open(os.path.join(run, "cgroup.kill"), "w") as handle:
+                handle.write("1")
+        except OSError:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.005)
+    for _ in range(100):
+        try:
+            os.rmdir(run)
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.005)
+if base:
+    try:
+        os.rmdir(base)
+    except OSError:
+        pass
 def tools():
     found = []
     for name in os.listdir("/proc"):

@@ -13,9 +13,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..errors import StedgeError
+from ..errors import CaseError, StedgeError
 from ..result import METRICS
+
+if TYPE_CHECKING:
+    from ..case.model import Case
 
 BAND_HELP = "a band such as '+3%' (relative), '+1024' (absolute) or '0' (exact)"
 _BAND_RE = re.compile(r"^\s*[+±]?\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*(%?)\s*$")
@@ -89,6 +93,19 @@ def parse_band(text: str | float) -> Band:
         raise BandError(f"band {text!r}: expected {BAND_HELP}")
     return Band(value=value, relative=bool(match.group(2)), text=text.strip())
 
+
+def check_case_bands(case: Case) -> None:
+    """Refuse a case whose ``[baseline]`` bands do not parse, naming the file and key
+    (at collection: a band the gate cannot read would fail every item after its run).
+
+    :raises CaseError: for the first malformed band.
+    """
+    prefix = f"variants.{case.variant}." if case.variant else ""
+    for metric, text in case.baseline.items():
+        try:
+            parse_band(text)
+        except BandError as exc:
+            raise CaseError(case.path, f"{prefix}baseline.{metric}", str(exc)) from None
 
 
 def beyond_band(old: float, new: float, band: Band) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -22,6 +23,9 @@ def _injected(faults: dict[str, Any]) -> int | None:
     sys.stdout.flush()  # a killed run must still show what it printed
     if faults.get("spawn"):
         _spawn_helpers(float(faults["spawn"]), str(faults.get("spawn_mark") or HELPER_MARK))
+    if faults.get("spawn_clean"):
+        _spawn_clean_helper(float(faults["spawn_clean"]),
+                            str(faults.get("spawn_mark") or HELPER_MARK))
     if faults.get("sleep"):
         time.sleep(float(faults["sleep"]))
     if faults.get("hang"):
@@ -68,6 +72,22 @@ def _spawn_helpers(seconds: float, mark: str = HELPER_MARK) -> None:
         )
         if how == "detach":
             proc.wait()  # the forked grandchild lives on, re-parented
+
+
+def _spawn_clean_helper(seconds: float, mark: str = HELPER_MARK) -> None:
+    """A helper that leaves every trace of the run: it double-forks, calls setsid and execs
+    with a cleared environment (so without the harness's token), then sleeps ``seconds``;
+    its command line carries ``mark``. What a license daemon may do."""
+    if os.fork() == 0:
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                code = "import sys, time; time.sleep(float(sys.argv[1]))"
+                os.execve(sys.executable, [sys.executable, "-c", code, str(seconds), mark,
+                                           "clean-env"], {"PATH": "/usr/bin:/bin"})
+        finally:
+            os._exit(0)
+    os.wait()
 
 
 def _crash_in_compiler() -> None:

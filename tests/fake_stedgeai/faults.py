@@ -6,7 +6,8 @@ carry `"commands": ["validate"]` to apply to those commands only. Later sources 
 baked `*`, baked stem, env `*`, env stem.
 
 Keys: sleep (s), spawn (s: two helper processes that call setsid, one double-forked,
-each sleeping that long; spawn_mark: a text their command lines carry), error (true or message; error_code, error_kind, exit_code), crash, hang,
+each sleeping that long; spawn_mark: a text their command lines carry; spawn_clean (s): a
+third that double-forks, calls setsid and execs with a cleared environment), error (true or message; error_code, error_kind, exit_code), crash, hang,
 no_output, truncate [files], garbage [files], inflate_activations (factor),
 extra_sw_epochs (N or [op names]), hybrid_epochs (N), weights_factor (factor),
 validate ({"cos": x} | {"uncorrelated": true} | {"identical": true}: snr=inf, as real 4.0.0
@@ -46,6 +47,7 @@ KNOWN = {
     "spawn",
     "spawn_mark",
     "when_options",
+    "spawn_clean",
 }
 
 
