@@ -29,7 +29,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--out",
         metavar="FILE",
         default=None,
-        help="HTML file to write. Default: reports/run-<RUN>-<uuid>.html",
+        help="HTML file to write. Default: reports/run-<RUN>-<8 hex>.html",
     )
     add_store_options(report.add_argument, prefix="")
     report.set_defaults(handler=_report)

@@ -11,7 +11,7 @@ rendered.
 
 Entry points (each loads its page module, and Jinja2, when called)::
 
-    render_run_report(store, run_id, path)       # reports/run-<id>.html
+    render_run_report(store, run_id, path)       # reports/run-<id>-<8 hex>.html
     render_diff_page(report, store, path)        # reports/diff-<a>-<b>.html
     render_dashboard(store, out_dir, bugs_dir=)  # reports/site/index.html and its pages
 """
