@@ -229,6 +229,7 @@ class StedgeController:
 
     def _record(self, row: ItemRow, report: pytest.TestReport) -> None:
         self.summary.rows.append(row)
+        self.summary.add_bounds(row)
         if row.changes and row.version:
             base = row.baseline_version or str(self.state.baselines.version)
             self.summary.changes.setdefault((base, row.version), []).extend(row.changes)

@@ -83,6 +83,10 @@ def new_row(nodeid: str, case: Case, stage: str, version: str | None, model_sha2
         stage=stage,
         version=version,
         outcome="running",
+        # a bound some stage of the case checks is not warned about, even where that stage
+        # did not run here (no board, no install): the case asks for it
+        expect_keys=case.expect_keys(),
+        checked=case.stage_keys(),
         case={
             "case_path": str(case.path),
             "model_path": str(case.model),
@@ -249,6 +253,7 @@ def judge_item(
         options_hash=row.options_hash,
     )
     row.findings = verdict.findings
+    row.checked += [key for key, _bound in case.keyed_bounds(stage, row.metrics)]
     # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
     row.changes = [c.to_json() for c in verdict.changes]
     row.baseline_version = verdict.baseline_version

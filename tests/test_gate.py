@@ -62,12 +62,17 @@ def _base(case: Case, metrics: dict[str, float], *, version: str = "3.0.0",
 
 def test_expectations_of_the_stage_decide_without_a_baseline(tmp_path: Path) -> None:
     case = _case(tmp_path, expect={"": (Bound("epochs_sw", max=0), Bound("val_cos", min=0.99))})
-    verdict = _judge(case, {"epochs_sw": 2, "val_cos": 0.5})
-    # val_cos is a validation metric: not checked on generate
+    verdict = _judge(case, {"epochs_sw": 2})
+    # val_cos is a validation metric: generate never measures it, so it is not checked there
     assert [m.metric for m in verdict.misses] == ["epochs_sw"]
     assert verdict.failed and verdict.changes == [] and verdict.baseline_version is None
     host = _judge(case, {"epochs_sw": 0, "val_cos": 0.5}, stage="validate-host")
     assert [m.metric for m in host.misses] == ["val_cos"]
+    # a validate run that states its epochs is checked on them too
+    host = _judge(case, {"epochs_sw": 2, "val_cos": 0.5}, stage="validate-host")
+    assert [m.metric for m in host.misses] == ["epochs_sw", "val_cos"]
+    # and one that does not state them is not failed for it
+    assert [m.metric for m in _judge(case, {"val_cos": 1.0}, stage="validate-host").misses] == []
     assert not _judge(case, {"epochs_sw": 0}).failed
 
 

@@ -291,7 +291,7 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
 
     result = item.get("result") or {}
     metrics: dict[str, float] = dict(item.get("metrics") or {})
-    bounds = case.bounds_for(item["stage"]) if case is not None else ()
+    bounds = case.bounds_for(item["stage"], metrics) if case is not None else ()
     missed = {m.metric for m in check(bounds, metrics)}
     expected: dict[str, list[str]] = {}
     for bound in bounds:

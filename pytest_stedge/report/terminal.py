@@ -21,6 +21,24 @@ class SessionSummary:
     failures: dict[str, list[str]] = field(default_factory=dict)
     changes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (base, head)
     updates: list[str] = field(default_factory=list)
+    bounds: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)  # case -> (keys, checked)
+
+    def add_bounds(self, row: ItemRow) -> None:
+        """Note which of its case's bounds a finished item checked."""
+        if not row.expect_keys:
+            return
+        keys, checked = self.bounds.setdefault(row.case_name, (set(), set()))
+        keys.update(row.expect_keys)
+        checked.update(row.checked)
+
+    def unchecked_bounds(self) -> list[tuple[str, list[str]]]:
+        """(case, its bound keys that no stage checked), for cases with any."""
+        out = []
+        for case in sorted(self.bounds):
+            keys, checked = self.bounds[case]
+            if keys - checked:
+                out.append((case, sorted(keys - checked)))
+        return out
 
 
 def write_summary(
@@ -63,6 +81,14 @@ def write_summary(
             for line in lines:
                 write(f"      {line}")
     _write_changes(write, summary.changes)
+    unchecked = summary.unchecked_bounds()
+    if unchecked:
+        write("")
+        write("warning: bounds that no stage checked (they said nothing):", yellow=True)
+        for case, keys in unchecked:
+            write(f"  {case}: {'; '.join(_why_unchecked(key) for key in keys)}")
+        write("  a bound applies to the stages that measure its metric: add such a stage to "
+              "the case's stages, or move the bound to the table of one it has")
     if summary.updates:
         write("")
         write("--stedge-update changed:")
@@ -79,6 +105,16 @@ def write_summary(
         write(stored)
     if report_path is not None:
         write(f"report: {report_path}")
+
+
+def _why_unchecked(key: str) -> str:
+    """``expect.val_cos (no stage measured val_cos)`` for the summary's warning."""
+    from ..case.model import ALL_STAGES
+
+    parts = key.split(".")
+    if len(parts) == 3 and parts[1] in ALL_STAGES:
+        return f"{key} ({parts[1]} is not among the case's stages)"
+    return f"{key} (no stage measured {parts[-1]})"
 
 
 def _write_changes(

@@ -88,7 +88,7 @@ def judge(
         command line stated); default: the case's.
     :param metric_bands: per-metric default bands (None: the noisy metrics' built-in ones).
     """
-    bounds = case.bounds_for(stage)
+    bounds = case.bounds_for(stage, metrics)
     verdict = Verdict(misses=check(bounds, metrics))
     if baseline is not None and version is not None and version != baseline.version:
         comparable = (
@@ -105,7 +105,7 @@ def judge(
             comparable=comparable,
             bands=case.baseline,
             default_band=default_band,
-            base_ok=expectation_flags(bounds, baseline.metrics),
+            base_ok=expectation_flags(case.bounds_for(stage, baseline.metrics), baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
             note="" if comparable else _why_not_comparable(baseline, model_sha256, options_hash or case.options_hash()),
             metric_bands=metric_bands,

@@ -98,9 +98,8 @@ def diff_store(
             bands = case.baseline
         base_ok = head_ok = None
         if case is not None:
-            bounds = case.bounds_for(stage)
-            base_ok = expectation_flags(bounds, old["metrics"])
-            head_ok = expectation_flags(bounds, new["metrics"])
+            base_ok = expectation_flags(case.bounds_for(stage, old["metrics"]), old["metrics"])
+            head_ok = expectation_flags(case.bounds_for(stage, new["metrics"]), new["metrics"])
         report.changes += compare_results(
             case_name,
             stage,
