@@ -23,7 +23,7 @@ import pytest
 from .errors import StoreError
 from .report.terminal import SessionSummary
 from .state import WORKERINPUT_KEY, StedgeState
-from .store.database import DEFAULT_PATH, Store
+from .store.database import COLLECTION_ERROR, DEFAULT_PATH, Store
 from .store.journal import Journal, merge_stopped
 from .store.location import Location, display, is_server, parse_location
 from .store.rows import ItemRow, run_label
@@ -173,6 +173,7 @@ class StedgeController:
         self.writer: SessionWriter | None = None
         self.report_path: Path | None = None
         self._kept: WriteReport | None = None
+        self.collection_errors = 0
 
     def open_store(self) -> None:
         """Open the store and merge what stopped sessions left in their journals."""
@@ -250,6 +251,10 @@ class StedgeController:
         assert row.update is not None
         self.summary.updates += session_tracker(self.config).apply(row.nodeid, row.update)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors += 1
+
     # -- end of session ----------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -258,6 +263,9 @@ class StedgeController:
         kept = self._kept = self.writer.close()
         self.writer = None
         status = _status(exitstatus)
+        if self.collection_errors and not self.summary.rows:
+            # nothing ran: a run of 0 items is no result; `stedge runs` hides it
+            status = COLLECTION_ERROR
         assert self.journal is not None
         self.journal.finish(status, int(exitstatus))
         finished = False

@@ -95,6 +95,7 @@ def _ingest(args: argparse.Namespace) -> int:
         )
     source = Path(args.path).resolve()
     result = parse_path(Path(args.path))  # parse fully before anything is written
+    refuse_without_figures(result, Path(args.path))
     stage = args.stage or stage_of(result)
     problems = mismatches(result, args.version, case.model)
     if problems and not args.force:
@@ -134,6 +135,30 @@ def _ingest(args: argparse.Namespace) -> int:
     print(f"recorded as run {run_id}: `stedge runs`, `stedge report {run_id}` and `stedge diff` "
           f"show it; `pytest --stedge-version {args.version}` replays it")
     return 0
+
+
+def refuse_without_figures(result: dict[str, Any], given: Path) -> None:
+    """Refuse outputs from which no figure could be read (a report cut after its header):
+    stored, they would replay as an item that measured nothing. A run that ended in an
+    error the tool printed (a board that never answered) is a recording of that failure
+    and is kept.
+
+    :raises StedgeError: naming the files read and what was looked for.
+    """
+    from pytest_stedge.errors import StedgeError
+    from pytest_stedge.result import PRECISION_PREFIX, flat_metrics
+
+    figures = [k for k in flat_metrics(result) if not k.startswith(PRECISION_PREFIX)]
+    errors = [d for d in result.get("diagnostics") or []
+              if isinstance(d, dict) and d.get("level") == "error"]
+    if figures or errors:
+        return
+    read = [str(s) for s in result.get("sources") or []] or [str(given)]
+    raise StedgeError(
+        f"{', '.join(read)}: no figure could be read (weights, activations, MACC, epochs or "
+        "validation metrics) and no error the tool printed: the output looks cut short or is "
+        "not a stedgeai report. Nothing was stored; ingest the complete outputs of the run"
+    )
 
 
 _VERSION_RE = re.compile(r"\d+(\.\d+){1,3}")

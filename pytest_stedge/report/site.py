@@ -134,9 +134,12 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
         "matrix.html.j2", out / "matrix.html", rows=matrix, versions=versions,
         title="Known bugs by version", root="", statuses=STATUSES, status_text=STATUS_TEXT,
     )
+    from pytest_stedge.store.database import COLLECTION_ERROR
+
+    runs = [r for r in store.list_runs() if r["status"] != COLLECTION_ERROR]
     index = IndexPage(
-        runs=store.list_runs(limit=20),
-        run_count=len(store.list_runs()),
+        runs=runs[:20],
+        run_count=len(runs),
         versions=versions,
         bugs=matrix,
         cases=listed,

@@ -26,9 +26,12 @@ from .bulk import frames, insert_rows
 from .connection import CATALOG, DEFAULT_WAIT_S, MEMORY, StoreConnection
 from .rows import ItemRow
 
-__all__ = ["DEFAULT_PATH", "DEFAULT_WAIT_S", "MEMORY", "ItemRow", "Store"]
+__all__ = ["COLLECTION_ERROR", "DEFAULT_PATH", "DEFAULT_WAIT_S", "MEMORY", "ItemRow", "Store"]
 
 DEFAULT_PATH = Path(".stedge") / "results.duckdb"
+# the status of a session stopped by collection errors before any item ran: kept (the
+# journal and the argv say what happened) but not a result; `stedge runs --all` shows it
+COLLECTION_ERROR = "collection-error"
 
 CASE_COLUMNS = ("case_name", "model_sha256", "options_hash", "case_path", "model_path",
                 "target", "description")
@@ -318,8 +321,8 @@ class Store(StoreConnection):
         return run
 
     def latest_run_id(self) -> int | None:
-        """Id of the newest run, if any."""
-        rows = self._rows("SELECT max(run_id) FROM runs")
+        """Id of the newest run that ran something (a collection error's run is none)."""
+        rows = self._rows("SELECT max(run_id) FROM runs WHERE status <> ?", [COLLECTION_ERROR])
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
     def versions(self) -> list[str]:
