@@ -129,13 +129,13 @@ def normalised_result(result: dict[str, Any], stage: str) -> dict[str, Any]:
     """The Result as data: the tool's messages (prose) and local file paths left out."""
     out = {k: v for k, v in result.items() if k not in ("sources", "diagnostics")}
     out["stage"] = stage
-    diagnostics = [
+    # every file of a run is read whole (its md5 checked against SOURCE.txt): no diagnostic
+    # is a fact, recorded as an empty list (a signature reading them is then decided)
+    out["diagnostics"] = [
         {"level": d.get("level"), "code": d.get("code"), "kind": d.get("kind")}
         for d in result.get("diagnostics") or []
         if isinstance(d, dict) and d.get("kind") != "IgnoredFile"
     ]
-    if diagnostics:
-        out["diagnostics"] = diagnostics
     validation = out.get("validation")
     if isinstance(validation, dict):
         out["validation"] = {k: v for k, v in validation.items() if k != "rows"}

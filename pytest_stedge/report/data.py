@@ -124,7 +124,8 @@ class ItemView:
     epochs: dict[str, float | None] = field(default_factory=dict, metadata=_h("epochs by kind: total, hw, ec, sw, hybrid"))
     software_ops: list[str] = field(default_factory=list, metadata=_h("operator types that ran in SW/hybrid epochs"))
     diagnostics: list[Diagnostic] = field(default_factory=list, metadata=_h("the tool's diagnostics"))
-    findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item"))
+    findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item that are the bug's evidence (a reproducer, or in its scope)"))
+    similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures: bugs whose signature matched this item, which is not their evidence"))
     tool: str = field(default="", metadata=_h("tool version/build as the Result states it"))
     board: BoardView | None = field(default=None, metadata=_h("what a validate-target item measured on its board, None when nothing"))
 
@@ -155,21 +156,25 @@ class RunPage:
     counts: list[tuple[str, int]] = field(default_factory=list, metadata=_h("items by outcome"))
     cases: list[CaseView] = field(default_factory=list, metadata=_h("cases with their items"))
     failing: list[ItemView] = field(default_factory=list, metadata=_h("failed and errored items"))
-    findings: list[FindingView] = field(default_factory=list, metadata=_h("every finding of the run"))
+    findings: list[FindingView] = field(default_factory=list, metadata=_h("the run's findings that are their bug's evidence"))
+    similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures on other models: matches outside a bug's evidence, listed apart"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("inline SVG charts (activations vs bound, epochs)"))
-    bug_status: list[tuple[str, str, str, str, str]] = field(default_factory=list, metadata=_h("(bug, version, status, status text, deciding case) as the dashboard decides it"))
+    bug_status: list[tuple[str, str, str, str, str, str]] = field(default_factory=list, metadata=_h("(bug, version, status, status text, deciding case, similar signatures aside) as the dashboard decides it"))
 
 
 def build_run_page(store: Store, run_id: int) -> RunPage:
     """Collect one run's items, expectations, findings and charts."""
+    from pytest_stedge.bugs.verdict import is_evidence
     from pytest_stedge.store.queries import run_case_paths, run_findings
 
     run = store.get_run(run_id)
     paths = run_case_paths(store, run_id)
+    reproducers = _reproducers(paths.values())
     findings: dict[str, list[FindingView]] = {}
     all_findings = []
     for row in run_findings(store, run_id):
         finding = _finding_view(row)
+        finding.reproducer = is_evidence(finding, reproducers.get(finding.bug_id, ()))
         findings.setdefault(row["nodeid"], []).append(finding)
         all_findings.append(finding)
     loaded: dict[str, tuple[dict[str, Case], str]] = {}
@@ -189,21 +194,25 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
         view.items.append(_item_view(item, case, findings.get(item["nodeid"], [])))
     counts = Counter(i.outcome for c in cases.values() for i in c.items)
     items = [i for c in cases.values() for i in c.items]
+    # a session without an install replays recorded versions: those are its versions too
+    ran = sorted({i.version for i in items if i.version and i.outcome != "skipped"}, key=version_key)
+    versions = list(run.get("versions") or []) or ran
     return RunPage(
         run_id=run_id,
         status=str(run["status"]),
         started_at=str(run.get("started_at") or ""),
         finished_at=str(run.get("finished_at") or ""),
         host=str(run.get("host") or ""),
-        versions=list(run.get("versions") or []),
+        versions=versions,
         baseline=str(run.get("baseline") or ""),
         argv=" ".join(str(a) for a in run.get("argv") or []),
         counts=sorted(counts.items()),
         cases=list(cases.values()),
         failing=[i for i in items if i.outcome in FAILING],
-        findings=all_findings,
+        findings=[f for f in all_findings if f.reproducer],
+        similar=[f for f in all_findings if not f.reproducer and f.status == "reproduced"],
         charts=_run_charts(items),
-        bug_status=_bug_status(all_findings, _reproducers(paths.values())),
+        bug_status=_bug_status(all_findings, reproducers),
     )
 
 
@@ -226,18 +235,18 @@ def _reproducers(case_paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
 
 def _bug_status(
     findings: Sequence[FindingView], reproducers: Mapping[str, Sequence[str]]
-) -> list[tuple[str, str, str, str, str]]:
+) -> list[tuple[str, str, str, str, str, str]]:
     """Per bug and version in this run: the status the dashboard shows for it."""
-    from .findings import by_bug_and_version, version_status
+    from pytest_stedge.bugs.verdict import SIMILAR_TEXT, bug_verdict, by_bug_and_version
 
     out = []
     for (bug_id, version), mine in sorted(by_bug_and_version(findings).items()):
-        state = version_status(mine, reproducers.get(bug_id, ()))
-        decided = (
-            f"{state.deciding.case_name} ({state.deciding.stage})" if state.deciding
-            else f"no reproducer ran; matched on {state.elsewhere} other case(s)"
-        )
-        out.append((bug_id, version, state.status, state.text, decided))
+        verdict = bug_verdict(mine, reproducers.get(bug_id, ()))
+        deciding = verdict.deciding
+        decided = f"{deciding.case_name} ({deciding.stage})" if deciding else "no reproducer ran"
+        similar = verdict.similar_cases()
+        aside = f"{SIMILAR_TEXT}: {len(similar)}" if similar else ""
+        out.append((bug_id, version, verdict.status, verdict.text, decided, aside))
     return out
 
 
@@ -338,7 +347,8 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
         epochs=epochs if any(v is not None for v in epochs.values()) else {},
         software_ops=[str(op) for op in result.get("software_ops") or []],
         diagnostics=[_diagnostic(d) for d in result.get("diagnostics") or [] if isinstance(d, dict)],
-        findings=findings,
+        findings=[f for f in findings if f.reproducer],
+        similar=[f for f in findings if not f.reproducer and f.status == "reproduced"],
         tool=" ".join(str(tool[k]) for k in ("version", "build", "revision") if tool.get(k)),
         board=board,
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_stedge.bugs.verdict import STATUS_TEXT
 from pytest_stedge.result import METRICS
 
 from .bug_pages import (
@@ -34,7 +35,6 @@ from .bug_pages import (
 )
 from .case_pages import write_case
 from .data import FindingView, _h, slug, sorted_versions
-from .findings import STATUS_TEXT
 from .history import Change, case_histories, case_history, case_table, release_changes
 
 if TYPE_CHECKING:

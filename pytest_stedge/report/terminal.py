@@ -81,6 +81,7 @@ def write_summary(
             for line in lines:
                 write(f"      {line}")
     _write_changes(write, summary.changes)
+    _write_bugs(write, rows)
     unchecked = summary.unchecked_bounds()
     if unchecked:
         write("")
@@ -105,6 +106,50 @@ def write_summary(
         write(stored)
     if report_path is not None:
         write(f"report: {report_path}")
+
+
+@dataclass(frozen=True)
+class _Finding:
+    """A finding of this session, as :func:`pytest_stedge.bugs.verdict.bug_verdict` reads it."""
+
+    bug_id: str
+    status: str
+    case_name: str
+    stage: str
+    version: str
+    reproducer: bool
+    run_id: int = 0
+    group_run: int = 0
+
+
+def _write_bugs(write: Callable[..., None], rows: list[ItemRow]) -> None:
+    """Per known bug and version of this session: its verdict, as the run report and the
+    dashboard give it (only its evidence decides); similar signatures counted apart."""
+    from ..bugs.verdict import SIMILAR_TEXT, bug_verdict, by_bug_and_version
+
+    findings = [
+        _Finding(str(f["bug_id"]), str(f["status"]), row.case_name, row.stage, row.version or "",
+                 bool((f.get("evidence") or {}).get("reproducer")))
+        for row in rows for f in row.findings
+    ]
+    table = []
+    for (bug_id, version), mine in sorted(by_bug_and_version(findings).items()):
+        verdict = bug_verdict(mine, ())
+        if verdict.status == "not-run" and not verdict.similar:
+            continue
+        deciding = verdict.deciding
+        similar = verdict.similar_cases()
+        table.append((bug_id, version or "-", verdict.text,
+                      f"{deciding.case_name} ({deciding.stage})" if deciding else "no reproducer ran",
+                      f"{len(similar)} model(s)" if similar else ""))
+    if not table:
+        return
+    write("")
+    write(f"known bugs (only a bug's reproducers decide; the last column, {SIMILAR_TEXT}, never does):")
+    head = ("bug", "version", "status", "decided by", "similar")
+    widths = [max(len(r[i]) for r in [head, *table]) for i in range(len(head))]
+    for line in [head, *table]:
+        write("  " + "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
 
 
 def _why_unchecked(key: str) -> str:

@@ -116,7 +116,8 @@ def judge(
         env = signature_env(result, stage=stage, version=version, metrics=metrics)
         verdict.findings = [
             f.to_row()
-            for f in registry.evaluate(env, case_name=case.name, case_bugs=case.bugs, version=version)
+            for f in registry.evaluate(env, case_name=case.name, case_bugs=case.bugs,
+                                       version=version, markers=case.markers)
         ]
     return verdict
 
@@ -164,18 +165,33 @@ def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
 
 
 def explaining_bug(registry: BugRegistry | None, verdict: Verdict, version: str | None) -> Bug | None:
-    """A known bug that affects ``version`` and whose signature matched this item."""
+    """A known bug that affects ``version``, whose evidence this item is (a reproducer, or in
+    the bug's scope) and whose signature matched it. A signature that merely matches on
+    another model is a similar signature: it explains nothing, the failure stays a failure."""
     if registry is None or version is None:
         return None
-    # a bug this case reproduces explains it before a signature that merely matches here
-    ranked = sorted(verdict.findings, key=lambda f: not (f.get("evidence") or {}).get("reproducer"))
-    for finding in ranked:
-        if finding["status"] != "reproduced":
+    for finding in verdict.findings:
+        if finding["status"] != "reproduced" or not (finding.get("evidence") or {}).get("reproducer"):
             continue
         bug = registry.get(finding["bug_id"])
         if bug is not None and bug.affects(version) is True:
             return bug
     return None
+
+
+def similar_lines(registry: BugRegistry | None, verdict: Verdict) -> list[str]:
+    """For a failure no bug explains: the known bugs whose signature matched this item
+    although it is not their evidence (a lead, never an explanation)."""
+    if registry is None:
+        return []
+    out = []
+    for finding in verdict.findings:
+        evidence = finding.get("evidence") or {}
+        bug = registry.get(finding["bug_id"])
+        if bug is not None and finding["status"] == "reproduced" and not evidence.get("reproducer"):
+            out.append(f"similar signature to known bug {bug.id} ({bug.title}); this case is "
+                       "not its reproducer, so the failure stands")
+    return out
 
 
 def looks_fixed(
