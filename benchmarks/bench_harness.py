@@ -2,7 +2,10 @@
 
 Real-tool-like mode (default): 40 cases, a fake stedgeai that takes a fixed 0.5 s per
 generate. Prints, in one run:
-- serial: session wall time / sum of the tool's own run times (target <= 1.05);
+- serial, oracle off: session wall time / wall time of a bare loop that runs the same
+  stedgeai command lines one after the other with ``subprocess.run`` (target <= 1.05; the
+  two sides alternate, medians of ``--rounds``);
+- serial: session wall time / sum of the tool's own run times;
 - ``-n 2``: wall time / serial wall time (target <= 0.6);
 - the per-item overhead in milliseconds.
 
@@ -97,17 +100,49 @@ def session(corpus: Path, db: Path, *extra: str) -> tuple[float, float, int]:
     return wall, float(tool), int(items)
 
 
+def bare_loop(corpus: Path, installs: Path, root: Path) -> float:
+    """Wall seconds of the same generate command lines run one after the other, no harness."""
+    from pytest_stedge.case.load import load_cases
+    from pytest_stedge.tool.discovery import discover
+    from pytest_stedge.tool.runner import build_argv
+
+    install = discover([installs]).installs[0]
+    commands = []
+    for number, case_toml in enumerate(sorted(corpus.glob("*/case.toml"))):
+        workdir = root / "bare" / f"{number:04d}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        for case in load_cases(case_toml):
+            commands.append((build_argv(case, "generate", install, workdir), workdir))
+    start = time.perf_counter()
+    for argv, workdir in commands:
+        with open(workdir / "stedgeai.log", "wb") as sink:
+            subprocess.run(argv, cwd=workdir, stdout=sink, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
 def real_tool_like(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        installs, corpus = build(root, args.cases, args.sleep)
+        installs, corpus = build(root / "with-oracle", args.cases, args.sleep)
+        _, bare_corpus = build(root / "no-oracle", args.cases, args.sleep, oracle=False)
         db = root / "results.duckdb"
         live = ("--stedge-root", str(installs))
+        harness: list[float] = []
+        bare: list[float] = []
+        for _ in range(args.rounds):  # alternate the sides: load changes between runs
+            wall, _tool, items = session(bare_corpus, db, *live)
+            harness.append(wall)
+            bare.append(bare_loop(bare_corpus, installs, root))
         serial_wall, serial_tool, items = session(corpus, db, *live)
         xdist_wall, xdist_tool, _ = session(corpus, db, *live, "-n", "2")
     print(f"cases: {args.cases}, fake tool sleep: {args.sleep} s, generate items: {items}")
+    ratio = statistics.median(harness) / statistics.median(bare)
+    print(f"serial, oracle off: wall {statistics.median(harness):.2f} s, bare loop of the same "
+          f"commands {statistics.median(bare):.2f} s, harness/bare = {ratio:.3f} (target <= 1.05; "
+          f"rounds {', '.join(f'{h / b:.3f}' for h, b in zip(harness, bare, strict=True))})")
     print(f"serial: wall {serial_wall:.2f} s, tool {serial_tool:.2f} s, "
-          f"wall/tool = {serial_wall / serial_tool:.3f} (target <= 1.05)")
+          f"wall/tool = {serial_wall / serial_tool:.3f}")
     print(f"-n 2:   wall {xdist_wall:.2f} s, tool {xdist_tool:.2f} s, "
           f"wall/serial wall = {xdist_wall / serial_wall:.3f} (target <= 0.60)")
     overhead_ms = (serial_wall - serial_tool) / items * 1000
@@ -213,7 +248,7 @@ def main() -> None:
                         help="cases (default 40; replay: 200, and twice as many)")
     parser.add_argument("--sleep", type=float, default=0.5)
     parser.add_argument("--replay", action="store_true", help="replayed corpus, near-free tool")
-    parser.add_argument("--rounds", type=int, default=2, help="replay: rounds to take medians of")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds to take medians of")
     args = parser.parse_args()
     if args.replay:
         args.cases = args.cases or 200

@@ -24,8 +24,7 @@ MAX_TOP_MODULES = 14
 MAX_LINES = 460  # ~450
 # Modules other work is changing this session, split once it has landed: each may not grow.
 PENDING_SPLIT = {
-    "board/client.py": 501, "parsers/c_info.py": 466, "store/connection.py": 473,
-    "store/database.py": 521,
+    "board/client.py": 501, "parsers/c_info.py": 466,
 }
 
 

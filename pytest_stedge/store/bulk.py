@@ -15,6 +15,14 @@ import duckdb
 
 _VIEW = "_stedge_bulk"
 
+# The Arrow type of each column the store writes, by name (every other column is text).
+# Typed columns skip pyarrow's type inference, which tries `import pandas` and
+# `import dateutil` on every call where they are absent (~10 ms per batch).
+_INT_COLUMNS = frozenset(("run_id", "item", "name", "id"))
+_FLOAT_COLUMNS = frozenset(("value", "duration_s", "tool_seconds"))
+_BOOL_COLUMNS = frozenset(("recorded",))
+_TIME_COLUMNS = frozenset(("finished_at",))
+
 
 def insert_rows(
     db: duckdb.DuckDBPyConnection,
@@ -71,14 +79,28 @@ def frames(db: duckdb.DuckDBPyConnection, **tables: dict[str, Sequence[Any]]) ->
             db.unregister(name)
 
 
+def arrow_type(pa: Any, name: str) -> Any:
+    """The Arrow type of the store's column ``name``."""
+    if name in _INT_COLUMNS:
+        return pa.int64()
+    if name in _FLOAT_COLUMNS:
+        return pa.float64()
+    if name in _BOOL_COLUMNS:
+        return pa.bool_()
+    if name in _TIME_COLUMNS:
+        return pa.timestamp("us")
+    return pa.string()
+
+
 def _column(pa: Any, name: str, values: Sequence[Any]) -> Any:
-    """An Arrow array of ``values``; ints mixed with floats are floats (Arrow would refuse
-    a float after an int in some orders), booleans stay booleans."""
+    """An Arrow array of ``values`` with the column's own type (ints are floats in a float
+    column, as in the table)."""
     items = values if isinstance(values, list) else list(values)
+    kind = arrow_type(pa, name)
     try:
-        return pa.array(items, from_pandas=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-               for v in items):
-            return pa.array([None if v is None else float(v) for v in items], type=pa.float64())
-        raise ValueError(f"column {name!r} mixes types Arrow cannot hold together") from None
+        return pa.array(items, type=kind, from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        shown = next((v for v in items if v is not None), None)
+        raise ValueError(
+            f"column {name!r} holds {type(shown).__name__} {shown!r:.60}, not {kind} ({exc})"
+        ) from None

@@ -1,21 +1,10 @@
-"""How the store's DuckDB file is opened: briefly, safely, and with one clear error.
-
-DuckDB lets one process write a file, and nobody read it meanwhile. So a :class:`Store`
-never keeps the file open: it holds an in-memory DuckDB connection and ATTACHes the
-file only for the statements of one call (about a millisecond), read-only when it only
-reads. A session writing its rows and any number of readers (``stedge runs``, reports,
-the dashboard) then take turns; whoever finds the file busy retries for a few seconds.
-
-Every failure to open becomes a :class:`~pytest_stedge.errors.StoreError` of one line
-naming the file: missing, under a regular file, not a DuckDB file, damaged, busy, or a
-full disk (:class:`StoreFullError`). Extension autoinstall and autoload are off, so a
-file that is not a DuckDB store never makes DuckDB fetch anything.
+"""The store's connection: a :class:`StoreConnection` holds an in-memory DuckDB and
+attaches the store's file for the statements of one call or one hold (see :mod:`.files`
+for how a file is attached and every failure named), runs the migrations and reads.
 """
 
 from __future__ import annotations
 
-import errno
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,131 +14,28 @@ from typing import Any, Self
 import duckdb
 
 from pytest_stedge import __version__
-from pytest_stedge.errors import StoreBusyError, StoreError, StoreVersionError
+from pytest_stedge.errors import StoreError, StoreVersionError
 
+from .files import (
+    CATALOG,
+    DEFAULT_WAIT_S,
+    HEADER_BYTES,
+    MEMORY,
+    SAFE_CONFIG,
+    StoreFullError,
+    attach,
+    check_location,
+    connect_memory,
+    detach,
+    quote_literal,
+    reader_flag,
+    translate,
+)
 from .location import display, is_server
 from .migrations import MIGRATIONS
 
-CATALOG = "stedge"
-# No network, no extension loading behind our back (a SQLite or Parquet file given as
-# the store would otherwise make DuckDB download a scanner).
-SAFE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-}
-RETRY_S = 0.02
-_HEADER_BYTES = 3 * 4096  # DuckDB: the file header and two database headers
-DEFAULT_WAIT_S = 5.0
-MEMORY = ":memory:"
-
-
-class StoreFullError(StoreError):
-    """The disk holding the store is full: nothing more can be written there."""
-
-
-def connect_memory() -> duckdb.DuckDBPyConnection:
-    """The in-memory connection a Store runs its SQL on (the file is attached to it)."""
-    return duckdb.connect(":memory:", config=SAFE_CONFIG)
-
-
-def quote_literal(text: str) -> str:
-    """A SQL string literal (ATTACH and COPY take file names as literals, not parameters)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def check_location(path: Path, *, create: bool) -> None:
-    """Refuse a store path that cannot be a file: a missing store (unless ``create``), a
-    folder, or a parent that is a regular file. Creates the parent folder when asked."""
-    if path.is_dir():
-        raise StoreError(f"store {path} is a folder; give the path of a .duckdb file")
-    if path.exists():
-        return
-    if not create:
-        raise StoreError(f"no store at {path}: run `pytest corpus` first, or pass --db PATH")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise StoreError(f"cannot create store {path}: {parent} is a file, not a folder")
-            break
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create store {path}: {exc.strerror or exc}") from None
-
-
-def attach(
-    db: duckdb.DuckDBPyConnection, path: str, *, read_only: bool, wait_s: float
-) -> None:
-    """ATTACH the store file as :data:`CATALOG` and make it the default catalog.
-
-    Waits up to ``wait_s`` for another process to release the file.
-    """
-    mode = "TYPE DUCKDB, READ_ONLY" if read_only else "TYPE DUCKDB"
-    sql = f"ATTACH {quote_literal(path)} AS {CATALOG} ({mode})"
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            db.execute(sql)
-            break
-        except duckdb.Error as exc:
-            if not is_lock_error(exc):
-                raise translate(exc, path) from None
-            if time.monotonic() >= deadline:
-                raise StoreBusyError(
-                    f"store {path} is in use by another pytest-stedge session "
-                    f"(waited {wait_s:g} s): {lock_holder(exc)}. Wait for it to finish, "
-                    "or give this session its own store with --stedge-db PATH."
-                ) from None
-            time.sleep(RETRY_S)
-    db.execute(f"USE {CATALOG}")
-
-
-def detach(db: duckdb.DuckDBPyConnection, path: str) -> None:
-    """Release the file (DuckDB checkpoints its WAL into it on the way)."""
-    try:
-        db.execute("USE memory")
-        db.execute(f"DETACH {CATALOG}")
-    except duckdb.Error as exc:
-        raise translate(exc, path) from None
-
-
-def is_lock_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says another process holds the file."""
-    text = str(exc).lower()
-    return isinstance(exc, duckdb.IOException) and "lock" in text and "conflicting" in text
-
-
-def translate(exc: BaseException, path: str) -> StoreError:
-    """One line naming the file, for any DuckDB or OS error met on the store."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    lower = text.lower()
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in lower:
-        return StoreFullError(f"store {path}: the disk is full ({first})")
-    if "not a valid duckdb database file" in lower:
-        return StoreError(f"store {path} is not a DuckDB file (it exists, but holds something else)")
-    if "not a directory" in lower:
-        return StoreError(f"cannot open store {path}: a parent of it is a file, not a folder")
-    if "permission denied" in lower or "read-only file system" in lower:
-        return StoreError(f"cannot write store {path}: {first}")
-    if "extension" in lower:
-        return StoreError(f"store {path} is not a DuckDB file ({first})")
-    damaged = ("could not read", "corrupt", "checksum", "invalid", "failed to read", "serializ")
-    if any(word in lower for word in damaged) or isinstance(exc, duckdb.InternalException):
-        return StoreError(
-            f"store {path} is damaged or truncated ({first}); restore a copy, or move it "
-            "away and let the next session start a new store"
-        )
-    return StoreError(f"store {path}: {first}")
-
-
-def lock_holder(exc: Exception) -> str:
-    """The part of DuckDB's lock error that names the process holding the file."""
-    text = str(exc)
-    marker = "Conflicting lock is held in"
-    if marker in text:
-        return text[text.index(marker) :].split("\n")[0].rstrip(".")
-    return text.split("\n")[0]
+__all__ = ["CATALOG", "DEFAULT_WAIT_S", "MEMORY", "SAFE_CONFIG", "StoreConnection",
+           "StoreFullError", "quote_literal"]
 
 
 def _now() -> datetime:
@@ -282,6 +168,15 @@ class StoreConnection:
                     raise
             if failed and write:
                 self._reset()  # a failed write may leave DuckDB's instance unusable
+
+    def reader_waiting(self, *, since: float) -> bool:
+        """Whether a reader has been waiting for the file since ``since`` (wall clock)."""
+        if self.path == MEMORY or self.server:
+            return False
+        try:
+            return reader_flag(self.location).stat().st_mtime >= since
+        except OSError:
+            return False
 
     def _guarded(self) -> Iterator[duckdb.DuckDBPyConnection]:
         try:
@@ -425,9 +320,9 @@ class StoreConnection:
         ).fetchone()
         if row is None or not row[0]:
             return
-        block, expected = int(row[0]), _HEADER_BYTES + int(row[0]) * int(row[1])
+        block, expected = int(row[0]), HEADER_BYTES + int(row[0]) * int(row[1])
         size = Path(self.path).stat().st_size
-        if size < expected and (size < _HEADER_BYTES or (size - _HEADER_BYTES) % block):
+        if size < expected and (size < HEADER_BYTES or (size - HEADER_BYTES) % block):
             raise StoreError(
                 f"store {self.path} is truncated ({size:,} bytes of the {expected:,} its header "
                 "counts, cut inside a block); restore a copy, or move it away and let the "
