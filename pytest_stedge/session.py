@@ -68,6 +68,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     config.pluginmanager.register(controller, "stedge-controller")
     recordings: list[dict[str, Any]] = []
     baseline_rows: list[dict[str, Any]] = []
+    baseline_options: dict[tuple[str, str, str], list[str]] = {}
     stored_versions: list[str] = []
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
@@ -79,13 +80,16 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
             assert controller.store is not None
             recordings = controller.store.recordings()
             if state.baselines.version:
+                from .store.queries import stated_options
+
                 baseline_rows = controller.store.metric_rows(versions=[state.baselines.version])
                 stored_versions = controller.store.versions()
+                baseline_options = stated_options(controller.store, [state.baselines.version])
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.setup(discovery, recordings, None)
     if state.baselines.version and not config.option.collectonly:
-        _load_baseline(state, baseline_rows, stored_versions, controller.path)
+        _load_baseline(state, baseline_rows, stored_versions, controller.path, baseline_options)
     if controller.store is not None:
         try:
             controller.begin_run(state.toolchains.versions)
@@ -120,7 +124,8 @@ def _refuse_remote_workers(config: pytest.Config) -> None:
 
 
 def _load_baseline(
-    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Location
+    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Location,
+    options: dict[tuple[str, str, str], list[str]] | None = None,
 ) -> None:
     from .verdict.bands import BandError, parse_band
     from .verdict.gate import Baseline
@@ -151,6 +156,7 @@ def _load_baseline(
                 model_sha256=row["model_sha256"],
                 options_hash=row["options_hash"],
                 run_id=row["run_id"],
+                options=(options or {}).get((row["case_name"], row["stage"], row["version"])),
             )
         if row["metric"] is not None and row["value"] is not None:
             base.metrics[row["metric"]] = float(row["value"])

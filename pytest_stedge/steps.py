@@ -150,12 +150,15 @@ def stage_result(
     except ToolchainError as error:
         _fail_run(error, stage, version, inputs.timeout_source, row)
     row.tool_seconds = stage_run.tool.seconds
+    stage_run.result.setdefault("options", resolved.stated_options())
     return stage_run.result
 
 
 def _replay(recording: dict[str, Any], row: ItemRow) -> Result:
     result: Result = recording["result"]
     row.recorded = True
+    if isinstance(recording.get("options"), list):  # a public run's stated options
+        result.setdefault("options", ["--target", str(result.get("target") or ""), *recording["options"]])
     corpus_sha = row.model_sha256
     if recording.get("corpus"):
         # a public run: its identity is the one its own outputs and command stated

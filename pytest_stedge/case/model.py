@@ -98,6 +98,20 @@ class Case:
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
+    def stated_options(self) -> list[str]:
+        """The options that make this case's runs what they are, as words (what
+        :meth:`options_hash` hashes, files by name): shown when two runs do not compare."""
+        words = ["--target", self.target, *self.options]
+        if self.c_name != "network":
+            words += ["--name", self.c_name]
+        if self.neural_art is not None:
+            named = f"@{self.neural_art.file.name}" if self.neural_art.file else ""
+            words += ["--st-neural-art", f"{self.neural_art.profile}{named}"]
+        pool = self.memory_pool or (self.neural_art.mpool if self.neural_art else None)
+        if pool is not None:
+            words += ["--memory-pool", pool.name]
+        return words
+
     def bounds_for(self, stage: str, measured: Mapping[str, float] | None = None) -> tuple[Bound, ...]:
         """The expectations to check on ``stage``: generic ones, then the stage's own.
 

@@ -75,6 +75,7 @@ def load_recordings(path: Path) -> list[dict[str, Any]]:
                 "source": f"{path}#{key}",
                 "result": run["result"],
                 "provenance": run["provenance"],
+                "options": [str(o) for o in run["options"]] if isinstance(run["options"], list) else None,
                 "corpus": True,
             }
         )

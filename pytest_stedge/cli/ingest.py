@@ -113,6 +113,7 @@ def _ingest(args: argparse.Namespace) -> int:
         )
     result["stage"] = stage
     result["recorded_from"] = str(source)
+    result.setdefault("options", case.stated_options())
     model_sha256 = None if note else case.model_sha256()
     options_hash = case.options_hash()
     metrics = flat_metrics(result)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
 
     from ..case.model import Case
+    from ..verdict.bands import BandSettings
 
 FAILING = ("failed", "error")
 CHART_ROWS = 60  # split long charts so each stays legible
@@ -128,6 +129,7 @@ class ItemView:
     similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures: bugs whose signature matched this item, which is not their evidence"))
     tool: str = field(default="", metadata=_h("tool version/build as the Result states it"))
     board: BoardView | None = field(default=None, metadata=_h("what a validate-target item measured on its board, None when nothing"))
+    changes: list[Any] = field(default_factory=list, metadata=_h("MetricChange list: what moved against the baseline the gate used, unchanged left out"))
 
 
 @dataclass
@@ -160,10 +162,15 @@ class RunPage:
     similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures on other models: matches outside a bug's evidence, listed apart"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("inline SVG charts (activations vs bound, epochs)"))
     bug_status: list[tuple[str, str, str, str, str, str]] = field(default_factory=list, metadata=_h("(bug, version, status, status text, deciding case, similar signatures aside) as the dashboard decides it"))
+    change_pairs: list[tuple[str, str, list[int]]] = field(default_factory=list, metadata=_h("(baseline, version, count of each of change_kinds) as the gate classified them"))
+    change_kinds: list[str] = field(default_factory=list, metadata=_h("the kinds counted, regressions first (unchanged is not)"))
 
 
-def build_run_page(store: Store, run_id: int) -> RunPage:
-    """Collect one run's items, expectations, findings and charts."""
+def build_run_page(store: Store, run_id: int, bands: BandSettings | None = None) -> RunPage:
+    """Collect one run's items, expectations, findings, changes and charts.
+
+    :param bands: the bands changes are classified with (the session's; default built-in).
+    """
     from pytest_stedge.bugs.verdict import is_evidence
     from pytest_stedge.store.queries import run_case_paths, run_findings
 
@@ -192,6 +199,14 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
         if case is None and not view.note and case_path:
             view.note = f"case {name!r} is no longer defined in {case_path}"
         view.items.append(_item_view(item, case, findings.get(item["nodeid"], [])))
+    from .changes import SHOWN_KINDS
+    from .run_changes import run_changes
+
+    by_name = {name: case for known, _note in loaded.values() for name, case in known.items()}
+    pairs, moved = run_changes(store, run, {c: by_name.get(c) for c in cases}, bands)
+    for view in cases.values():
+        for item_view in view.items:
+            item_view.changes = moved.get(item_view.nodeid, [])
     counts = Counter(i.outcome for c in cases.values() for i in c.items)
     items = [i for c in cases.values() for i in c.items]
     # a session without an install replays recorded versions: those are its versions too
@@ -213,6 +228,8 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
         similar=[f for f in all_findings if not f.reproducer and f.status == "reproduced"],
         charts=_run_charts(items),
         bug_status=_bug_status(all_findings, reproducers),
+        change_pairs=pairs,
+        change_kinds=[k.value for k in SHOWN_KINDS],
     )
 
 

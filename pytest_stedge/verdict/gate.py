@@ -34,6 +34,7 @@ class Baseline:
     model_sha256: str | None
     options_hash: str | None
     run_id: int | None = None
+    options: list[str] | None = None  # the stated options (Result ``options``), when known
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for xdist workers)."""
@@ -107,7 +108,9 @@ def judge(
             default_band=default_band,
             base_ok=expectation_flags(case.bounds_for(stage, baseline.metrics), baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
-            note="" if comparable else _why_not_comparable(baseline, model_sha256, options_hash or case.options_hash()),
+            note="" if comparable else _why_not_comparable(
+                baseline, model_sha256, options_hash or case.options_hash(), result, version
+            ),
             metric_bands=metric_bands,
         )
         kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
@@ -122,13 +125,16 @@ def judge(
     return verdict
 
 
-def _why_not_comparable(baseline: Baseline, model_sha256: str | None, options_hash: str) -> str:
-    reasons = []
-    if baseline.model_sha256 != model_sha256:
-        reasons.append("model differs")
-    if baseline.options_hash != options_hash:
-        reasons.append("options differ")
-    return f"{' and '.join(reasons) or 'model or options differ'} from {baseline.version}"
+def _why_not_comparable(
+    baseline: Baseline, model_sha256: str | None, options_hash: str, result: Result, version: str
+) -> str:
+    from .identity import not_comparable_reason
+
+    base = {"model_sha256": baseline.model_sha256, "options_hash": baseline.options_hash,
+            "options": baseline.options, "version": baseline.version}
+    head = {"model_sha256": model_sha256, "options_hash": options_hash,
+            "options": result.get("options"), "version": version}
+    return not_comparable_reason(base, head) or "model or options differ"
 
 
 def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
