@@ -5,6 +5,7 @@ pairs of versions, and every "not comparable" says why in words."""
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import os
 import re
@@ -80,7 +81,7 @@ def _consecutive(db: Path) -> dict[tuple[str, str], set[tuple[str, str]]]:
     pairs: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for key, versions in by_key.items():
         ordered = sorted(versions, key=Version)
-        for base, head in zip(ordered, ordered[1:]):
+        for base, head in itertools.pairwise(ordered):
             pairs.setdefault((base, head), set()).add(key)
     return pairs
 
@@ -125,7 +126,7 @@ def test_noisy_bands_keep_a_validation_wobble_out_of_the_regressions(
     built-in +0.001 band: unchanged on every page (changes.html used band 0 for it)."""
     db = Path(str(replayed["db"]))
     keys = {("n6-micro-conv2d-1x1/devcloud", "validate-target")}
-    diff, changes = _diff(db, "2.2.0", "4.0.0", keys, capsys)
+    _counts, changes = _diff(db, "2.2.0", "4.0.0", keys, capsys)
     kinds = {c["metric"]: c["kind"] for c in changes}
     assert kinds["activations_bytes"] == "regressed"
     assert kinds["val_cos"] == "unchanged"

@@ -127,3 +127,35 @@ def release_key(version: str) -> tuple[Any, ...]:
         return (0, Version(version), "")
     except InvalidVersion:
         return (1, Version("0"), version)
+
+
+def public_sources(case_toml: Path, case_name: str) -> list[tuple[str, str]]:
+    """``(title, URL)`` of a case's public sources: its record-only model's source and every
+    file its corpus recordings were read from (``recordings.json`` beside the case file),
+    each once, in version order. Empty for a case without them, or whose files are gone."""
+    from ..errors import StedgeError
+    from .load import load_cases
+
+    out: list[tuple[str, str]] = []
+    try:
+        case = next((c for c in load_cases(case_toml) if c.name == case_name), None)
+    except (StedgeError, OSError):
+        return out
+    if case is not None and case.model_source is not None and case.model_source.source.startswith(("https://", "http://")):
+        out.append((f"the model: {case.model_source.file}", case.model_source.source))
+    recordings = case_toml.parent / RECORDINGS_FILE
+    if recordings.is_file():
+        try:
+            runs = [r for r in json.loads(recordings.read_text(encoding="utf-8")).get("runs", [])
+                    if isinstance(r, dict) and r.get("case") == case_name]
+        except (OSError, ValueError):
+            runs = []
+        for run in sorted(runs, key=lambda r: (release_key(str(r.get("version"))), str(r.get("stage")))):
+            for item in (run.get("provenance") or {}).get("files") or []:
+                url = str(item.get("url") or "")
+                if url.startswith("https://"):
+                    out.append((f"{run.get('version')} {run.get('stage')}: {item.get('path')}", url))
+    unique: dict[str, str] = {}
+    for title, url in out:
+        unique.setdefault(url, title)
+    return [(title, url) for url, title in unique.items()]

@@ -134,9 +134,16 @@ def write_site(
 
     # case pages, one at a time from the store's columns
     listed: list[tuple[str, str, str, str]] = []
+    from pytest_stedge.store.history import case_paths
+
+    from ..case.recordings import public_sources
+
+    paths = case_paths(store)
     for history in case_histories(table):
         file = case_pages[history.name]
-        write_case(out, history, file, seen.get(history.name, {}), pages)
+        path = paths.get(history.name)
+        sources = public_sources(Path(path), history.name) if path and Path(path).is_file() else []
+        write_case(out, history, file, seen.get(history.name, {}), pages, sources)
         newest = int(history.version[-1])  # rows by version then stage: the last is newest
         listed.append((history.name, file, versions[newest], history.outcome[-1]))
 
