@@ -277,6 +277,7 @@ class StedgeController:
         finished = False
         if not kept.full:
             try:
+                self._note_replayed_versions()
                 self.store.finish_run(self.run_id, status=status, exitstatus=int(exitstatus))
                 finished = True
             except StoreError as exc:
@@ -289,6 +290,18 @@ class StedgeController:
             )
         if finished:
             self._write_report()
+
+    def _note_replayed_versions(self) -> None:
+        """A session without an install replays recorded versions: those are its versions
+        (`stedge runs` said "-" after replaying six)."""
+        from .case.recordings import release_key
+
+        assert self.store is not None and self.run_id is not None
+        if self.state.toolchains.versions:
+            return
+        replayed = {r.version for r in self.summary.rows if r.version and r.recorded}
+        if replayed:
+            self.store.set_run_versions(self.run_id, sorted(replayed, key=release_key))
 
     def _write_report(self) -> None:
         """The run's HTML report; a failure to render is said, never fatal."""

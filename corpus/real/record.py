@@ -314,7 +314,7 @@ def _model_sha256(folder: Path, md5: str) -> str | None:
     """sha256 of the model file whose md5 the run's outputs state, when ../shared has it
     (the tool prints the md5 of its input; the store speaks sha256)."""
     for candidate in sorted(folder.rglob("*")):
-        if candidate.suffix in (".onnx", ".tflite") and "_OE_" not in candidate.name:
+        if candidate.suffix in (".onnx", ".tflite", ".h5", ".keras") and "_OE_" not in candidate.name:
             data = candidate.read_bytes()
             if md5 and hashlib.md5(data).hexdigest() == md5:
                 return hashlib.sha256(data).hexdigest()
