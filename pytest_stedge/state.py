@@ -172,11 +172,13 @@ class StedgeState:
 
     def oracle_inputs(self, case: Case) -> OracleInputs:
         """The oracle's report on the case's model (computed on first use, once a session)."""
-        here = self.models.resolved(case) is not None
+        resolved = self.models.resolved(case)
+        here = resolved is not None
         return OracleInputs(
             model_here=here,
             missing_reason="" if here else self.models.missing_reason(case),
             report=lambda: self.models.oracle_report(case),
+            model=resolved.model if resolved is not None else None,
         )
 
     def stage_inputs(self, case: Case, stage: str, version: str) -> StageInputs:

@@ -40,6 +40,7 @@ class OracleInputs:
     model_here: bool  # False: a record-only case whose model is in none of the model folders
     missing_reason: str  # why the model is absent, and how to provide it ("" when present)
     report: Callable[[], dict[str, Any]]  # once per session and deployment; raises OracleError
+    model: Path | None = None  # the model file (for the N6 placement prediction)
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,15 @@ def attach_oracle(case: Case, oracle: OracleInputs, result: Result) -> None:
         result.setdefault("diagnostics", []).append(diagnostic("OracleError", str(exc), level="warning"))
         return
     result["oracle"] = {k: report[k] for k in _ORACLE_FIGURES if k in report}
+    version = str((result.get("tool") or {}).get("version") or "")
+    if version and oracle.model is not None and result.get("neural_art") and result.get("epochs"):
+        from .oracle.placement import placement_summary
+
+        try:  # the predicted placement beside the real epochs (issue 27)
+            result["oracle"]["placement"] = placement_summary(oracle.model, version, case.options)
+        except OracleError as exc:
+            result.setdefault("diagnostics", []).append(
+                diagnostic("OracleError", f"placement: {exc}", level="warning"))
 
 
 def record_figures(row: ItemRow, result: Result, started: float) -> dict[str, float]:

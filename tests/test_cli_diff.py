@@ -128,7 +128,9 @@ def test_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(["diff", "3.0.0", "4.0.1", "--db", str(db), "--json"], capsys)
     assert status == 1
     doc = json.loads(out)
-    assert set(doc) == {"base", "head", "regressed", "counts", "changes", "only_base", "only_head"}
+    assert set(doc) == {"base", "head", "regressed", "counts", "changes", "only_base", "only_head",
+                        "placement_moves"}
+    assert doc["placement_moves"] == []  # no epoch tables in these results: nothing moved
     assert (doc["base"], doc["head"], doc["regressed"]) == ("3.0.0", "4.0.1", True)
     assert doc["counts"]["regressed"] == 1 and doc["counts"]["unchanged"] == 2
     first = doc["changes"][0]

@@ -66,18 +66,22 @@ def test_an_idle_writer_lets_the_file_go(tmp_path: Path, monkeypatch: pytest.Mon
     store.close()
 
 
-_READER = """
+_OTHER = """
 import sys, time
 from pytest_stedge.store.database import Store
 start = time.monotonic()
-with Store.open(sys.argv[1], read_only=True, wait_s=float(sys.argv[2])) as store:
+reading = sys.argv[3] == "read"
+with Store.open(sys.argv[1], read_only=reading, wait_s=float(sys.argv[2])) as store:
+    if not reading:  # an ingest or another session: a run of its own
+        store.begin_run(argv=["other"])
     runs = store.list_runs()
 print(len(runs), round(time.monotonic() - start, 3))
 """
 
 
-def test_a_reader_gets_its_turn_while_items_keep_arriving(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("other", ["read", "write"])
+def test_a_reader_or_another_writer_gets_its_turn_while_items_keep_arriving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other: str
 ) -> None:
     # a long hold and a short reader wait: only the reader flag can let the reader in
     monkeypatch.setattr(writer, "MAX_HOLD_S", 600.0)
@@ -91,7 +95,7 @@ def test_a_reader_gets_its_turn_while_items_keep_arriving(
         for i in range(80):  # 8 s of items; the reader waits at most 3 s
             session.put(_row(i))
             if i == 3:  # the file is held by now
-                reader = subprocess.Popen([sys.executable, "-c", _READER, str(db), "3"],
+                reader = subprocess.Popen([sys.executable, "-c", _OTHER, str(db), "3", other],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True)
             time.sleep(0.1)
@@ -101,7 +105,7 @@ def test_a_reader_gets_its_turn_while_items_keep_arriving(
     assert reader is not None
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err  # not StoreBusyError after its 3 s wait
-    assert out.split()[0] == "1"
+    assert out.split()[0] == ("1" if other == "read" else "2")
     assert report.stored == 80
 
 

@@ -86,10 +86,16 @@ def run_diff(args: argparse.Namespace) -> int:
 
             page = render_diff_page(report, store, Path(args.html))
             print(f"wrote {page}", file=sys.stderr)
+        from ..verdict.placement import format_placement_changes, store_placement_changes
+
+        pairs = {(c.case_name, c.stage) for c in report.changes}
+        placement = store_placement_changes(store, args.base, args.head, pairs)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2))
+        print(json.dumps({**report.to_json(), "placement_moves": placement}, indent=2))
     else:
         print(format_table(report, show_unchanged=args.show_unchanged))
+        for line in format_placement_changes(placement, args.base, args.head):
+            print(line)
     return 1 if report.regressed() else 0
 
 

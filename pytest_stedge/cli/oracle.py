@@ -25,7 +25,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "  stedge oracle model.onnx --target stm32h7 --options '--no-inputs-allocation'\n"
         "  stedge oracle model.onnx --target stm32n6 --mpool my.mpool\n"
         "  stedge oracle model.tflite --c-info st_ai_output/network_c_info.json\n"
-        "  stedge oracle model.onnx --json > oracle.json",
+        "  stedge oracle model.onnx --json > oracle.json\n"
+        "  stedge oracle model.tflite --target stm32n6 --version 2.2.0   epoch placement",
         formatter_class=fmt,
     )
     p.add_argument("model", type=Path, help="ONNX or TFLite model (Keras: convert it first)")
@@ -44,6 +45,20 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--mpool", type=Path, help="N6 .mpool or MCU --memory-pool JSON")
     p.add_argument("--c-info", type=Path, help="the tool's network_c_info.json for this model")
+    p.add_argument(
+        "--version",
+        dest="tool_version",
+        metavar="VERSION",
+        help="predict the N6 epoch placement for this stedgeai version (e.g. 2.2.0): every "
+        "node HW/EC/SW/hybrid with the rule and the real runs behind it",
+    )
+    p.add_argument(
+        "--placement-table",
+        type=Path,
+        metavar="FILE",
+        help="placement table to use (default: the one built from the real runs, "
+        "tools/build_placement_table.py)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument(
         "--tensors", action="store_true", help="also list every buffer with its lifetime"
@@ -172,6 +187,8 @@ def _oracle(args: argparse.Namespace) -> int:
         floor = report["lower_bound_bytes"]
         if floor:
             report["activations_ratio"] = report["c_info"]["reported_bytes"] / floor
+    if args.tool_version:
+        report["placement"] = _placement(args, options)
     if args.json:
         _dump(report)
         return 0
@@ -195,7 +212,7 @@ def _oracle(args: argparse.Namespace) -> int:
     print(f"operators ({sum(report['op_counts'].values())}): {ops}")
     if report["qdq"]:
         print(
-            f"quantized nodes: {report['quantized_nodes']}; float nodes (software on the NPU): "
+            f"quantized nodes: {report['quantized_nodes']}; float nodes (software, Cortex-M55): "
             f"{len(report['float_nodes'])}"
         )
         for node in report["float_nodes"][:20]:
@@ -252,7 +269,24 @@ def _oracle(args: argparse.Namespace) -> int:
                     f"    {buf['name']}: {buf['pool']} @ {buf['offset']}, {_b(buf['bytes'])}, "
                     f"epochs {buf['start']}-{buf['end']}{kind}"
                 )
+    if report.get("placement"):
+        from pytest_stedge.oracle.placement import format_plan
+
+        print()
+        for line in format_plan(report["placement"]):
+            print(line)
     return 0
+
+
+def _placement(args: argparse.Namespace, options: list[str]) -> dict[str, Any]:
+    """The predicted N6 epoch placement for ``--version``."""
+    from pytest_stedge.oracle.model_files import open_graph
+    from pytest_stedge.oracle.placement import predict_placement
+    from pytest_stedge.oracle.placement_table import load_table
+
+    table = load_table(args.placement_table)
+    return predict_placement(open_graph(args.model), args.tool_version, options=options,
+                             table=table)
 
 
 def _reference(args: argparse.Namespace) -> int:

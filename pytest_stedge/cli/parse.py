@@ -175,8 +175,11 @@ def summary(result: dict[str, Any]) -> str:
     if epochs:
         counts = ", ".join(f"{k} {epochs[k]}" for k in ("hw", "ec", "sw", "hybrid") if k in epochs)
         lines.append(f"{'epochs':<12}{epochs.get('total', '?')} ({counts})")
-    if result.get("software_ops"):
-        lines.append(f"{'SW ops':<12}{', '.join(result['software_ops'])}")
+    from pytest_stedge.parsers.epoch_kinds import explain as explain_epochs
+
+    for line in explain_epochs(epochs):
+        label, _, text = line.partition(": ")
+        lines.append(f"{label:<12}{text}")
     validation = result.get("validation") or {}
     if validation:
         head = ", ".join(

@@ -124,6 +124,9 @@ class ItemView:
     ratio: float | None = field(default=None, metadata=_h("activations / lower bound"))
     epochs: dict[str, float | None] = field(default_factory=dict, metadata=_h("epochs by kind: total, hw, ec, sw, hybrid"))
     software_ops: list[str] = field(default_factory=list, metadata=_h("operator types that ran in SW/hybrid epochs"))
+    sw_ops: list[str] = field(default_factory=list, metadata=_h("operator types of pure software epochs (the Cortex-M55)"))
+    hybrid_ops: list[str] = field(default_factory=list, metadata=_h("operator types of hybrid ('??') epochs"))
+    hybrid_epochs: list[int] = field(default_factory=list, metadata=_h("ids of the hybrid ('??') epochs"))
     diagnostics: list[Diagnostic] = field(default_factory=list, metadata=_h("the tool's diagnostics"))
     findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item that are the bug's evidence (a reproducer, or in its scope)"))
     similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures: bugs whose signature matched this item, which is not their evidence"))
@@ -363,6 +366,7 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
         ratio=metrics.get("activations_ratio"),
         epochs=epochs if any(v is not None for v in epochs.values()) else {},
         software_ops=[str(op) for op in result.get("software_ops") or []],
+        **_ops_apart(result.get("epochs")),
         diagnostics=[_diagnostic(d) for d in result.get("diagnostics") or [] if isinstance(d, dict)],
         findings=[f for f in findings if f.reproducer],
         similar=[f for f in findings if not f.reproducer and f.status == "reproduced"],
@@ -458,3 +462,12 @@ def chart_values(
         stage = "generate" if "generate" in by_stage else min(by_stage)
         out.setdefault(case_name, {}).setdefault(version, {})[metric] = by_stage[stage]
     return out
+
+
+def _ops_apart(epochs: Any) -> dict[str, Any]:
+    """Software and hybrid operators apart, and the hybrid epochs' ids."""
+    from pytest_stedge.parsers.epoch_kinds import ops_by_kind
+
+    split = ops_by_kind(epochs if isinstance(epochs, dict) else None)
+    return {"sw_ops": split["sw"], "hybrid_ops": split["hybrid"],
+            "hybrid_epochs": [int(i) for i in split["hybrid_epochs"]]}

@@ -58,10 +58,12 @@ def environment() -> Environment:
 
     script = env.get_template("_sort.js.j2").render()
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    from pytest_stedge.parsers.epoch_kinds import HYBRID_TEXT
+
     from .charts import HYBRID_NOTE
 
     env.globals.update(palette=PALETTE, sort_script=Markup(script), script_hash=f"sha256-{digest}",
-                       hybrid_note=HYBRID_NOTE)
+                       hybrid_note=HYBRID_NOTE, hybrid_text=HYBRID_TEXT)
     # The stylesheet is the same on every page: render it once.
     env.globals["stylesheet"] = Markup(env.get_template("_style.html.j2").render())
     return env

@@ -81,6 +81,7 @@ def write_summary(
             for line in lines:
                 write(f"      {line}")
     _write_changes(write, summary.changes)
+    _write_placement(write, rows)
     _write_bugs(write, rows)
     unchecked = summary.unchecked_bounds()
     if unchecked:
@@ -160,6 +161,19 @@ def _why_unchecked(key: str) -> str:
     if len(parts) == 3 and parts[1] in ALL_STAGES:
         return f"{key} ({parts[1]} is not among the case's stages)"
     return f"{key} (no stage measured {parts[-1]})"
+
+
+def _write_placement(write: Callable[..., None], rows: list[ItemRow]) -> None:
+    """Items with software or hybrid epochs: which operators, and what ``??`` means."""
+    from pytest_stedge.parsers.epoch_kinds import summary_lines
+
+    items = [(f"{r.case_name} {r.stage} {r.version}", r.result) for r in rows
+             if r.result and r.version]
+    lines = summary_lines(items)
+    if lines:
+        write("")
+    for line in lines:
+        write(line)
 
 
 def _write_changes(

@@ -28,8 +28,8 @@ from .files import (
     connect_memory,
     detach,
     quote_literal,
-    reader_flag,
     translate,
+    waiting_flag,
 )
 from .location import display, is_server
 from .migrations import MIGRATIONS
@@ -169,12 +169,13 @@ class StoreConnection:
             if failed and write:
                 self._reset()  # a failed write may leave DuckDB's instance unusable
 
-    def reader_waiting(self, *, since: float) -> bool:
-        """Whether a reader has been waiting for the file since ``since`` (wall clock)."""
+    def someone_waiting(self, *, since: float) -> bool:
+        """Whether someone (a reader, an ingest, another session) has waited for the file
+        since ``since`` (wall clock)."""
         if self.path == MEMORY or self.server:
             return False
         try:
-            return reader_flag(self.location).stat().st_mtime >= since
+            return waiting_flag(self.location).stat().st_mtime >= since
         except OSError:
             return False
 

@@ -86,8 +86,7 @@ def attach(
         except duckdb.Error as exc:
             if not is_lock_error(exc):
                 raise translate(exc, path) from None
-            if read_only:
-                _say_reader_waits(path)
+            _say_someone_waits(path)
             if time.monotonic() >= deadline:
                 raise StoreBusyError(
                     f"store {path} is in use by another pytest-stedge session "
@@ -98,15 +97,16 @@ def attach(
     db.execute(f"USE {CATALOG}")
 
 
-def reader_flag(path: str) -> Path:
-    """The file a reader touches while it waits for the store (a session holding the file
-    for its writes lets it go when the flag is newer than its hold)."""
-    return Path(f"{path}.readers")
+def waiting_flag(path: str) -> Path:
+    """The file whoever waits for the store touches (a reader, an ingest, another session):
+    a session holding the file for its writes lets it go when the flag is newer than its
+    hold."""
+    return Path(f"{path}.waiting")
 
 
-def _say_reader_waits(path: str) -> None:
+def _say_someone_waits(path: str) -> None:
     try:
-        reader_flag(path).touch()
+        waiting_flag(path).touch()
     except OSError:  # a read-only folder: the writer's hold still ends within MAX_HOLD_S
         pass
 

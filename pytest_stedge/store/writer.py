@@ -4,8 +4,9 @@ in small batches from a thread, so the store holds it within a fraction of a sec
 While items keep arriving the file stays attached between batches (attaching and
 detaching, with its checkpoint, cost ~100 ms of CPU per batch against ~30 ms for the
 write); it is released when no item came for :data:`IDLE_RELEASE_S`, after
-:data:`MAX_HOLD_S`, or as soon as a reader says it waits (the store's reader flag, see
-:meth:`~pytest_stedge.store.connection.StoreConnection.reader_waiting`), so readers take
+:data:`MAX_HOLD_S`, or as soon as someone says it waits for the file (a reader, an ingest,
+another session: the store's waiting flag, see
+:meth:`~pytest_stedge.store.connection.StoreConnection.someone_waiting`), so they all take
 turns with a session that writes.
 
 Rows the store could not take (a full disk, a store held by someone else past the wait,
@@ -180,12 +181,12 @@ class _Hold:
         self._last_write = time.monotonic()
 
     def due(self) -> bool:
-        """Whether to let the file go: idle, held long enough, or a reader waits."""
+        """Whether to let the file go: idle, held long enough, or someone waits."""
         now = time.monotonic()
         return (
             now - self._last_write >= IDLE_RELEASE_S
             or now - self._taken >= MAX_HOLD_S
-            or self.store.reader_waiting(since=self.since)
+            or self.store.someone_waiting(since=self.since)
         )
 
     def release(self) -> None:
