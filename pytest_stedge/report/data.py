@@ -177,9 +177,11 @@ def build_run_page(store: Store, run_id: int, bands: BandSettings | None = None)
     from pytest_stedge.bugs.verdict import is_evidence
     from pytest_stedge.store.queries import run_case_paths, run_findings
 
+    from .run_bugs import bug_status, registry_reproducers
+
     run = store.get_run(run_id)
     paths = run_case_paths(store, run_id)
-    reproducers = _reproducers(paths.values())
+    reproducers = registry_reproducers(paths.values())
     findings: dict[str, list[FindingView]] = {}
     all_findings = []
     for row in run_findings(store, run_id):
@@ -230,44 +232,10 @@ def build_run_page(store: Store, run_id: int, bands: BandSettings | None = None)
         findings=[f for f in all_findings if f.reproducer],
         similar=[f for f in all_findings if not f.reproducer and f.status == "reproduced"],
         charts=_run_charts(items),
-        bug_status=_bug_status(all_findings, reproducers),
+        bug_status=bug_status(all_findings, reproducers),
         change_pairs=pairs,
         change_kinds=[k.value for k in SHOWN_KINDS],
     )
-
-
-def _reproducers(case_paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """Each known bug's reproducers, from the registry of the run's corpus (if on disk)."""
-    from pytest_stedge.bugs.registry import load_registry
-    from pytest_stedge.errors import StedgeError
-
-    from ..case.paths import find_corpus_root
-
-    for path in case_paths:
-        if path and Path(path).is_file():
-            try:
-                registry = load_registry(find_corpus_root(Path(path)) / "bugs")
-            except StedgeError:
-                return {}
-            return {bug.id: bug.reproducers for bug in registry}
-    return {}
-
-
-def _bug_status(
-    findings: Sequence[FindingView], reproducers: Mapping[str, Sequence[str]]
-) -> list[tuple[str, str, str, str, str, str]]:
-    """Per bug and version in this run: the status the dashboard shows for it."""
-    from pytest_stedge.bugs.verdict import SIMILAR_TEXT, bug_verdict, by_bug_and_version
-
-    out = []
-    for (bug_id, version), mine in sorted(by_bug_and_version(findings).items()):
-        verdict = bug_verdict(mine, reproducers.get(bug_id, ()))
-        deciding = verdict.deciding
-        decided = f"{deciding.case_name} ({deciding.stage})" if deciding else "no reproducer ran"
-        similar = verdict.similar_cases()
-        aside = f"{SIMILAR_TEXT}: {len(similar)}" if similar else ""
-        out.append((bug_id, version, verdict.status, verdict.text, decided, aside))
-    return out
 
 
 def _load_case_file(case_path: str) -> tuple[dict[str, Case], str]:
