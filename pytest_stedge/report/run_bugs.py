@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .data import FindingView
+    from pytest_stedge.bugs.verdict import FindingView
 
 
 def registry_reproducers(case_paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
