@@ -99,7 +99,7 @@ class BugPage:
     history: list[Evidence] = field(default_factory=list, metadata=_h("the evidence: findings of its reproducers (and scope), by version then newest run first"))
     similar: list[Evidence] = field(default_factory=list, metadata=_h("similar signature on other models: matches outside the evidence, listed apart"))
     similar_cases: int = field(default=0, metadata=_h("how many other models those matches are on"))
-    unfilled: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(version, what would fill it) of each version not run"))
+    unfilled: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(versions, what would fill them) of the versions not run"))
     figures: list[tuple[str, str, str, list[str]]] = field(default_factory=list, metadata=_h("(case, link, version, formatted figures) of each reproducer per version"))
     figure_heads: list[str] = field(default_factory=list, metadata=_h("column headings of the figures"))
 
@@ -203,11 +203,23 @@ def write_bug(
         history=evidence,
         similar=similar,
         similar_cases=len({e.finding.case_name for e in similar}),
-        unfilled=[(v, c.title) for v, c in zip(versions, row.cells) if c.status == "not-run"],
+        unfilled=_unfilled(row, versions),
         figures=table,
         figure_heads=[head for _m, head, _u in FIGURES],
     )
     render("bug.html.j2", out / "bugs" / row.bug.page, page=page, title=row.bug.id, root="../")
+
+
+def _unfilled(row: MatrixRow, versions: Sequence[str]) -> list[tuple[str, str]]:
+    """The versions not run, in one line (what would fill any of them), then each one where
+    a similar signature matched (said apart)."""
+    missing = [v for v, c in zip(versions, row.cells) if c.status == "not-run"]
+    if not missing:
+        return []
+    out = [(", ".join(missing), what_would_fill(row.bug.reproducers, "V").replace("with V:", "with these versions:"))]
+    out += [(v, f"{SIMILAR_TEXT}: {c.similar}, listed apart below")
+            for v, c in zip(versions, row.cells) if c.status == "not-run" and c.similar]
+    return out
 
 
 def _cells(
