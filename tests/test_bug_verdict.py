@@ -65,6 +65,9 @@ def test_a_case_in_the_bugs_scope_is_evidence_and_the_newest_run_decides() -> No
     verdict = bug_verdict(both, [])
     assert (verdict.status, verdict.run_id) == ("reproduced", 5)
     assert [f.case_name for f in verdict.evidence] == ["a", "c"]
+    assert verdict.deciding is not None and verdict.deciding.case_name == "c"  # the reproduced one
+    nothing = bug_verdict([], ["r"])
+    assert (nothing.status, nothing.run_id, nothing.deciding) == ("not-run", 0, None)
     only_unknown = bug_verdict([F("b", "unknown", "a", reproducer=True)], [])
     assert only_unknown.status == "unknown" and only_unknown.deciding is not None
 
@@ -73,6 +76,10 @@ def test_not_run_says_what_would_fill_it() -> None:
     text = what_would_fill(["mtcnn-rnet/int8", "mtcnn-onet/int8"], "2.1.0")
     assert "run mtcnn-rnet/int8, mtcnn-onet/int8 with stedgeai 2.1.0" in text
     assert "stedge ingest DIR --version 2.1.0 --case mtcnn-rnet/int8" in text
+    four = what_would_fill(["a", "b", "c", "d"], "4.0.1")
+    assert "run a, b, c (or 1 more) with stedgeai 4.0.1" in four
+    assert "run a, b, c with" in what_would_fill(["a", "b", "c"], "4.0.1")
+    assert "no reproducer case is named" in what_would_fill([], "4.0.1")
 
 
 def test_scope_names_a_model_family_in_the_bug_file(tmp_path: Path) -> None:

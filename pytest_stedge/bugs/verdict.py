@@ -79,11 +79,9 @@ class BugVerdict(Generic[F]):
 
     @property
     def deciding(self) -> F | None:
-        """The finding that shows the status (the first of the evidence with it)."""
-        for finding in self.evidence:
-            if finding.status == self.status:
-                return finding
-        return self.evidence[0] if self.evidence else None
+        """The finding that shows the status (the first of the evidence with it; None when
+        nothing decided: not run)."""
+        return next((f for f in self.evidence if f.status == self.status), None)
 
     def similar_cases(self) -> list[str]:
         """The other models whose signature matched, sorted, each once."""
