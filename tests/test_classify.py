@@ -100,3 +100,14 @@ def test_arrays_classify_each_change_on_its_own(size: int) -> None:
     new = [1031.0] * size
     kinds, _ = classify_arrays([LOWER] * size, old, new, allowed=[30.0] * size, comparable=True)
     assert set(kinds.tolist()) == {REGRESSED}
+
+
+def test_a_metric_without_an_expectation_in_the_base_never_newly_fails() -> None:
+    """compare_results passes "no expectation" for a metric the base had no bound on: a
+    bound added since cannot make the change newly failing."""
+    from pytest_stedge.verdict.compare import compare_results
+
+    (change,) = compare_results("c", "generate", {"epochs_sw": 1.0}, {"epochs_sw": 1.0},
+                                comparable=True, bands={}, default_band="0",
+                                base_ok={}, head_ok={"epochs_sw": False})
+    assert change.kind is ChangeKind.UNCHANGED
