@@ -40,7 +40,11 @@ def pytest_stedge_run_stage(
 
 @pytest.hookimpl(trylast=True)
 def pytest_stedge_write_report(config: pytest.Config, store: Store, run_id: int, path: Path) -> Path:
-    """Render the HTML run report."""
+    """Render the HTML run report, its changes classified with the session's bands."""
     from .report import render_run_report
+    from .state import get_state
+    from .verdict.bands import BandSettings
 
-    return render_run_report(store, run_id, path)
+    baselines = get_state(config).baselines
+    bands = BandSettings(baselines.default_band, baselines.metric_bands)
+    return render_run_report(store, run_id, path, bands=bands)

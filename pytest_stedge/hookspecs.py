@@ -107,7 +107,7 @@ def pytest_stedge_write_report(
     Called on the controller only, at the end of the session, unless
     ``--stedge-report=none``. The built-in implementation renders the HTML run report.
 
-    :param path: where the report should go (``--stedge-report`` or reports/run-<id>.html).
+    :param path: where the report should go (``--stedge-report`` or reports/run-<id>-<8 hex>.html).
     :return: the path written, or None to let the next implementation answer.
 
     Example::

@@ -32,6 +32,7 @@ from .verdict.gate import (
     explaining_bug,
     failure_message,
     looks_fixed,
+    similar_lines,
     xfail_known_bug,
     xpass_marker,
 )
@@ -255,6 +256,8 @@ class StedgeItem(pytest.Item):
             parts = [failure_message(title, verdict, update_hint=not gate.update)] if verdict.failed else []
             if errors:
                 parts.append(f"{title}: the recorded run ended in an error: {', '.join(errors)}")
+            if bug is None:
+                parts += similar_lines(gate.registry, verdict)
             message = "\n\n".join(parts)
             summary = verdict.summary_lines() + [f"recorded error: {e}" for e in errors]
             if isinstance(result.get("bisect"), dict):

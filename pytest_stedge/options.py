@@ -129,7 +129,7 @@ def add_report_options(addoption: AddOption) -> None:
         metavar="PATH",
         default=None,
         help="Write the run's HTML report to PATH ('none' for no report). "
-        "Default: reports/run-<id>-<uuid>.html under the rootdir",
+        "Default: reports/run-<id>-<8 hex>.html under the rootdir",
     )
 
 

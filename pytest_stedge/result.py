@@ -27,7 +27,10 @@ Also: ``epochs.ec_blobs`` (epoch-controller blobs the run compiled); ``epochs.li
 ``memory.pools[].user_allocated`` (an I/O buffer pool the application allocates);
 ``memory.split_from_buffers`` (the per-kind figures were split from the c_info's pools and
 buffers: weights placed in RAM, where ``memory_footprint`` counts a pool in both kinds) and
-``memory.shared_pools`` (the pools holding weights and activations).
+``memory.shared_pools`` (the pools holding weights and activations);
+``options`` (the options that made the run, as words: ``--target``, the case's options, the
+Neural-ART profile and pool by name; what the run's options hash stands for, shown when two
+runs do not compare).
 
 ``memory.activations_bytes`` is the activation memory the tool allocates: user-allocated
 I/O buffers are in ``io_bytes``, not in it, as c_info ``memory_footprint``, report.json

@@ -22,7 +22,7 @@ from .errors import StoreError
 from .report.terminal import SessionSummary
 from .state import WORKERINPUT_KEY, StedgeState
 from .stop import SessionStop, stop_timeout
-from .store.database import DEFAULT_PATH, Store
+from .store.database import COLLECTION_ERROR, DEFAULT_PATH, Store
 from .store.ending import finish_writes, not_stored_lines
 from .store.journal import Journal, merge_stopped
 from .store.location import Location, display, is_server, parse_location
@@ -74,6 +74,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     config.pluginmanager.register(controller, "stedge-controller")
     recordings: list[dict[str, Any]] = []
     baseline_rows: list[dict[str, Any]] = []
+    baseline_options: dict[tuple[str, str, str], list[str]] = {}
     stored_versions: list[str] = []
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
@@ -85,13 +86,16 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
             assert controller.store is not None
             recordings = controller.store.recordings()
             if state.baselines.version:
+                from .store.queries import stated_options
+
                 baseline_rows = controller.store.metric_rows(versions=[state.baselines.version])
                 stored_versions = controller.store.versions()
+                baseline_options = stated_options(controller.store, [state.baselines.version])
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.setup(discovery, recordings, None)
     if state.baselines.version and not config.option.collectonly:
-        _load_baseline(state, baseline_rows, stored_versions, controller.path)
+        _load_baseline(state, baseline_rows, stored_versions, controller.path, baseline_options)
     if controller.store is not None:
         try:
             controller.begin_run(state.toolchains.versions)
@@ -126,7 +130,8 @@ def _refuse_remote_workers(config: pytest.Config) -> None:
 
 
 def _load_baseline(
-    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Location
+    state: StedgeState, rows: list[dict[str, Any]], stored: list[str], path: Location,
+    options: dict[tuple[str, str, str], list[str]] | None = None,
 ) -> None:
     from .verdict.bands import BandError, parse_band
     from .verdict.gate import Baseline
@@ -157,6 +162,7 @@ def _load_baseline(
                 model_sha256=row["model_sha256"],
                 options_hash=row["options_hash"],
                 run_id=row["run_id"],
+                options=(options or {}).get((row["case_name"], row["stage"], row["version"])),
             )
         if row["metric"] is not None and row["value"] is not None:
             base.metrics[row["metric"]] = float(row["value"])
@@ -183,6 +189,7 @@ class StedgeController:
         self.report_path: Path | None = None
         self.incomplete = False  # finished items (or the run's end) only in the journal
         self._kept: WriteReport | None = None
+        self.collection_errors = 0
 
     def open_store(self) -> None:
         """Open the store and merge what stopped sessions left in their journals."""
@@ -240,6 +247,7 @@ class StedgeController:
 
     def _record(self, row: ItemRow, report: pytest.TestReport) -> None:
         self.summary.rows.append(row)
+        self.summary.add_bounds(row)
         if row.changes and row.version:
             base = row.baseline_version or str(self.state.baselines.version)
             self.summary.changes.setdefault((base, row.version), []).extend(row.changes)
@@ -260,6 +268,10 @@ class StedgeController:
         assert row.update is not None
         self.summary.updates += session_tracker(self.config).apply(row.nodeid, row.update)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors += 1
+
     # -- end of session ----------------------------------------------------------------
 
     # trylast: after --stedge-update's tracker, which may turn exit status 1 into 0
@@ -270,7 +282,14 @@ class StedgeController:
         kept = self._kept = self.writer.close()
         self.writer = None
         status = _status(exitstatus)
+        if self.collection_errors and not self.summary.rows:
+            # nothing ran: a run of 0 items is no result; `stedge runs` hides it
+            status = COLLECTION_ERROR
         assert self.journal is not None
+        try:
+            self._note_replayed_versions()
+        except StoreError as exc:
+            kept.errors.append(str(exc))
         wait = float(self.config.getini("stedge_db_wait") or 5)
         ending = finish_writes(  # more patient than a batch: 6 x stedge_db_wait
             self.store, self.run_id, kept, self.journal, status=status,
@@ -287,6 +306,18 @@ class StedgeController:
                 session.exitstatus = NOT_STORED_EXIT
         if ending.finished:
             self._write_report()
+
+    def _note_replayed_versions(self) -> None:
+        """A session without an install replays recorded versions: those are its versions
+        (`stedge runs` said "-" after replaying six)."""
+        from .case.recordings import release_key
+
+        assert self.store is not None and self.run_id is not None
+        if self.state.toolchains.versions:
+            return
+        replayed = {r.version for r in self.summary.rows if r.version and r.recorded}
+        if replayed:
+            self.store.set_run_versions(self.run_id, sorted(replayed, key=release_key))
 
     def _write_report(self) -> None:
         """The run's HTML report; a failure to render is said, never fatal."""

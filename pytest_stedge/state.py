@@ -258,6 +258,8 @@ class StedgeState:
             metrics=flat_metrics(result),
             model_sha256=previous["model_sha256"],
             options_hash=previous["options_hash"],
+            options=["--target", str(result.get("target") or ""), *previous["options"]]
+            if isinstance(previous.get("options"), list) else result.get("options"),
         )
 
     def to_workerinput(self) -> dict[str, Any]:

@@ -84,6 +84,10 @@ def new_row(nodeid: str, case: Case, stage: str, version: str | None, model_sha2
         stage=stage,
         version=version,
         outcome="running",
+        # a bound some stage of the case checks is not warned about, even where that stage
+        # did not run here (no board, no install): the case asks for it
+        expect_keys=case.expect_keys(),
+        checked=case.stage_keys(),
         case={
             "case_path": str(case.path),
             "model_path": str(case.model),
@@ -155,12 +159,15 @@ def stage_result(
     except ToolchainError as error:
         _fail_run(error, stage, version, inputs.timeout_source, row)
     row.tool_seconds = stage_run.tool.seconds
+    stage_run.result.setdefault("options", resolved.stated_options())
     return stage_run.result
 
 
 def _replay(recording: dict[str, Any], row: ItemRow) -> Result:
     result: Result = recording["result"]
     row.recorded = True
+    if isinstance(recording.get("options"), list):  # a public run's stated options
+        result.setdefault("options", ["--target", str(result.get("target") or ""), *recording["options"]])
     corpus_sha = row.model_sha256
     if recording.get("corpus"):
         # a public run: its identity is the one its own outputs and command stated
@@ -267,6 +274,7 @@ def judge_item(
         options_hash=row.options_hash,
     )
     row.findings = verdict.findings
+    row.checked += [key for key, _bound in case.keyed_bounds(stage, row.metrics)]
     # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
     row.changes = [c.to_json() for c in verdict.changes]
     row.baseline_version = verdict.baseline_version

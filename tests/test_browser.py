@@ -144,6 +144,8 @@ REAL_PAGES = {  # screenshot name -> (page, tables at least, charts exactly)
     "site-matrix": ("matrix.html", 1, 0),
     "site-changes": ("changes.html", 4, 0),
     "site-bug-conv1x1": ("bugs/n6-conv1x1-activations-4.0.0-*.html", 3, 0),
+    "site-bug-hang-similar": ("bugs/npu-hang-activ-conv-*.html", 2, 0),
+    "site-case-public-model4": ("cases/model-4-32410247-*.html", 1, 3),  # no epochs on an MCU
     "site-case-conv1x1": ("cases/n6-micro-conv2d-1x1-devcloud-*.html", 1, 4),
     "site-case-mobilenetv2-qdq": ("cases/n6-mobilenetv2-128-qdq-*.html", 1, 4),
 }
@@ -191,3 +193,84 @@ def test_public_site_makes_no_network_request(real_site: Path, tmp_path: Path) -
     fetched = [u for u in urls if u.startswith(("http://", "https://", "ws")) and not own.match(u)]
     assert fetched == [], fetched
     assert urls  # the log works: it holds at least Chromium's own requests
+
+
+# -- one verdict, public sources: the built site and the run report as Chromium shows them --
+
+
+@pytest.fixture(scope="module")
+def replayed_site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`pytest corpus/real` replayed with its run report, then `stedge dashboard`."""
+    import sys
+
+    root = tmp_path_factory.mktemp("agree")
+    db = root / "results.duckdb"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", str(PROJECT / "corpus" / "real"), "--stedge-db", str(db),
+         "-p", "no:cacheprovider", f"--rootdir={root}", "--stedge-report", str(root / "run.html"), "-q"],
+        capture_output=True, text=True, cwd=root, check=True,
+        env={**os.environ, "STEDGEAI_CORE_DIR": str(root / "no-install")},
+    )
+    with Store.open(db, create=False) as store:
+        index = render_dashboard(store, root / "site", bugs_dir=PROJECT / "corpus" / "bugs")
+    return {"site": index.parent, "run": root / "run.html"}
+
+
+def _statuses(dom: str, pattern: str) -> dict[tuple[str, str], str]:
+    import html
+
+    return {(html.unescape(b), html.unescape(v)): s for b, v, s in re.findall(pattern, dom)}
+
+
+CELL = r'data-bug="([^"]+)" data-version="([^"]+)" data-status="([^"]+)"'
+
+
+def test_matrix_bug_pages_and_run_report_agree_in_chromium(
+    replayed_site: dict[str, Path], tmp_path: Path
+) -> None:
+    site = replayed_site["site"]
+    matrix = _statuses(_chromium(site / "matrix.html", tmp_path / "p0", "--dump-dom").stdout, CELL)
+    assert len(matrix) >= 8 * 10  # every bug x every replayed version
+    on_pages: dict[tuple[str, str], str] = {}
+    for k, page in enumerate(sorted((site / "bugs").glob("*.html"))):
+        proc = _chromium(page, tmp_path / f"p{k + 1}", "--dump-dom")
+        assert proc.returncode == 0 and _console(proc.stderr) == []
+        on_pages.update(_statuses(proc.stdout, CELL))
+    assert on_pages == matrix
+    run = _statuses(_chromium(replayed_site["run"], tmp_path / "pr", "--dump-dom").stdout,
+                    r'<tr data-bug="([^"]+)" data-version="([^"]+)" data-status="([^"]+)"')
+    assert run, "the run report lists the bugs' statuses"
+    for key, status in run.items():
+        assert matrix[key] == status, key
+    reproduced = {k for k, s in matrix.items() if s == "reproduced"}
+    assert ("n6-conv1x1-activations-4.0.0", "4.0.0") in reproduced
+    assert ("n6-conv1x1-activations-4.0.0", "2.2.0") not in reproduced
+
+
+def test_every_link_of_the_site_is_public_or_a_page_that_exists(
+    replayed_site: dict[str, Path], tmp_path: Path
+) -> None:
+    """Every page as written (all of them), and the bug pages and a public case page as
+    Chromium shows them: each link is an http(s) URL or a page (and anchor) of the site."""
+    site = replayed_site["site"]
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 100
+    shown = [*sorted((site / "bugs").glob("*.html")), next((site / "cases").glob("model-4-32410247-*.html"))]
+    for k, page in enumerate(pages + shown):
+        if k < len(pages):
+            text = page.read_text(encoding="utf-8")
+        else:
+            proc = _chromium(page, tmp_path / f"l{k}", "--dump-dom")
+            assert proc.returncode == 0
+            text = proc.stdout
+        for href in re.findall(r'<a href="([^"]+)"', text):
+            if href.startswith(("https://", "http://")):
+                continue
+            assert not re.match(r"^[a-z][a-z0-9+.-]*:", href), f"{page.name}: {href}"  # no file:, javascript:
+            path, _, anchor = href.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            assert target.is_file() and site.resolve() in target.parents, f"{page.name}: {href}"
+            if anchor:
+                assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), f"{page.name}: {href}"
+    case = next((site / "cases").glob("model-4-32410247-*.html")).read_text(encoding="utf-8")
+    assert case.count("https://github.com/") >= 3  # three repositories' reports of one model

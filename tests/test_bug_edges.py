@@ -176,6 +176,10 @@ def test_signature_env_collects_what_the_item_measured() -> None:
     assert "epochs_sw" not in signature_env(result, metrics={"macc": 1.0})
     assert signature_env(None) == {} and signature_env({"tool": {}}) == {}
     assert signature_env({"tool": {}}, version="4.0.1") == {"version": "4.0.1"}
+    # the case's target where the run states none (a 4.0.0 Developer Cloud validate log)
+    assert signature_env({"tool": {}}, target="stm32n6") == {"target": "stm32n6"}
+    assert signature_env({"target": "stm32h7"}, target="stm32n6")["target"] == "stm32n6"
+    assert signature_env({"target": "stm32h7"})["target"] == "stm32h7"
 
 
 # -- the registry -----------------------------------------------------------------------------

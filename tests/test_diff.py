@@ -279,7 +279,7 @@ def test_diff_store_classifies_and_respects_identity(store: Store) -> None:
     # another model file: a 9x jump is not a regression
     assert kinds[("tcn", "activations_bytes")] is ChangeKind.NOT_COMPARABLE
     tcn = next(c for c in report.changes if c.case_name == "tcn")
-    assert "model sha256 differs" in tcn.note
+    assert tcn.note == "model differs: sha256 m1… -> sha256 m2…"
     assert report.only_base == [("gone", "generate")]
     assert report.only_head == [("new", "generate")]
 

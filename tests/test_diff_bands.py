@@ -257,7 +257,8 @@ def test_an_unknown_model_or_options_identity_says_so(tmp_path: Path) -> None:
                 metrics={"macc": 1.0 if version == "2.2.0" else 9.0})])
         (change,) = diff_store(store, "2.2.0", "4.0.1").changes
     assert change.kind is ChangeKind.NOT_COMPARABLE
-    assert change.note == "model sha256 unknown, options hash unknown"
+    assert change.note == ("the model's hash is not recorded in 2.2.0; "
+                           "the options are not recorded in 4.0.1")
 
 
 def test_changes_for_picks_kinds_in_listing_order() -> None:

@@ -62,12 +62,17 @@ def _base(case: Case, metrics: dict[str, float], *, version: str = "3.0.0",
 
 def test_expectations_of_the_stage_decide_without_a_baseline(tmp_path: Path) -> None:
     case = _case(tmp_path, expect={"": (Bound("epochs_sw", max=0), Bound("val_cos", min=0.99))})
-    verdict = _judge(case, {"epochs_sw": 2, "val_cos": 0.5})
-    # val_cos is a validation metric: not checked on generate
+    verdict = _judge(case, {"epochs_sw": 2})
+    # val_cos is a validation metric: generate never measures it, so it is not checked there
     assert [m.metric for m in verdict.misses] == ["epochs_sw"]
     assert verdict.failed and verdict.changes == [] and verdict.baseline_version is None
     host = _judge(case, {"epochs_sw": 0, "val_cos": 0.5}, stage="validate-host")
     assert [m.metric for m in host.misses] == ["val_cos"]
+    # a validate run that states its epochs is checked on them too
+    host = _judge(case, {"epochs_sw": 2, "val_cos": 0.5}, stage="validate-host")
+    assert [m.metric for m in host.misses] == ["epochs_sw", "val_cos"]
+    # and one that does not state them is not failed for it
+    assert [m.metric for m in _judge(case, {"val_cos": 1.0}, stage="validate-host").misses] == []
     assert not _judge(case, {"epochs_sw": 0}).failed
 
 
@@ -110,9 +115,11 @@ def test_the_same_version_or_the_oracle_is_never_compared(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("base_sha", "head_sha", "options", "note"),
-    [(None, SHA, None, "model differs from 3.0.0"), (SHA, None, None, "model differs from 3.0.0"),
-     ("b" * 64, SHA, None, "model differs from 3.0.0"),
-     (SHA, SHA, "other-options", "options differ from 3.0.0")],
+    [(None, SHA, None, "the model's hash is not recorded in 3.0.0"),
+     (SHA, None, None, "the model's hash is not recorded in 4.0.1"),
+     ("b" * 64, SHA, None, "model differs: sha256 bbbbbbbb… -> sha256 aaaaaaaa…"),
+     (SHA, SHA, "other-options",
+      "options differ (hash other-op -> {hash}; the options are not stated)")],
     ids=["base-model-unknown", "head-model-unknown", "other-model", "other-options"],
 )
 def test_another_model_or_options_is_never_a_regression(
@@ -122,7 +129,8 @@ def test_another_model_or_options_is_never_a_regression(
     base = _base(case, {"activations_bytes": 1_000}, sha=base_sha, options=options)
     verdict = _judge(case, {"activations_bytes": 9_000}, base, sha=head_sha)
     (change,) = verdict.changes
-    assert change.kind is ChangeKind.NOT_COMPARABLE and change.note == note
+    assert change.kind is ChangeKind.NOT_COMPARABLE
+    assert change.note == note.format(hash=case.options_hash()[:8])
     assert not verdict.failed
 
 
@@ -210,7 +218,8 @@ def test_infinite_snr_of_identical_outputs_does_not_break_the_message(tmp_path: 
 def test_baseline_to_dict_is_plain_data(tmp_path: Path) -> None:
     base = Baseline("3.0.0", {"macc": 1.0}, SHA, "h", run_id=7)
     assert base.to_dict() == {"version": "3.0.0", "metrics": {"macc": 1.0},
-                              "model_sha256": SHA, "options_hash": "h", "run_id": 7}
+                              "model_sha256": SHA, "options_hash": "h", "run_id": 7,
+                              "options": None}
 
 
 # -- known bugs -----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import pytest
 from test_html_reports import Page
 
 from pytest_stedge.report import render_dashboard
-from pytest_stedge.report.history import case_table, release_changes
+from pytest_stedge.report.changes import release_changes
+from pytest_stedge.report.history import case_table
 from pytest_stedge.store.database import ItemRow, Store
 
 BANDED_TOML = """\
@@ -127,16 +128,20 @@ def test_changes_page_applies_bands_and_identity(store_path: dict[str, Any]) -> 
     # both not comparable, never regressions
     assert "swapped generate weights_bytes 50 B 60 B +10 B (+20.0%) 0" in text
     assert "swapped generate activations_bytes 300 B 300 B +0 B (+0.0%) 0" in text
-    # the pair's summary: regressed multi's activations, its validate-host weights 7 -> 8
-    # and banded's weights; improved multi's validate-host activations, its SW epochs and
-    # nan's weights 4 -> 2 (its NaN activations are no change)
-    assert "1.0.0 2.0.0 3 3 2" in text
+    # the pair's summary (regressed, newly failing, improved, fixed, changed, not
+    # comparable): regressed multi's activations, its validate-host weights 7 -> 8 and
+    # banded's weights; improved multi's validate-host activations, its SW epochs and nan's
+    # weights 4 -> 2; not comparable swapped's two and nan's activations, a stored NaN in
+    # 2.0.0: measured on one side only, as `stedge diff` says
+    assert "1.0.0 2.0.0 3 0 3 0 0 3" in text
+    assert "nan generate activations_bytes 10 B — — 0 1 → 2 not measured in head" in text
+    assert "swapped generate weights_bytes 50 B 60 B +10 B (+20.0%) 0 1 → 2 model differs: sha256 sha-1… -> sha256 sha-2…" in text
 
 
 def test_the_kept_changes_are_the_largest_and_the_counts_are_all(store_path: dict[str, Any]) -> None:
     changes, counts = store_path["kept"]
     assert counts == {("1.0.0", "2.0.0", "regressed"): 3, ("1.0.0", "2.0.0", "improved"): 3,
-                      ("1.0.0", "2.0.0", "not comparable"): 2}
+                      ("1.0.0", "2.0.0", "not comparable"): 3}
     by_kind = {c.kind.value: (c.case_name, c.stage, c.metric) for c in changes}
     assert len(changes) == 3  # keep=1 per kind
     assert by_kind["regressed"] == ("banded", "generate", "weights_bytes")  # +20% beats +14%, +10%

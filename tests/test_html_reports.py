@@ -284,7 +284,7 @@ def test_diff_page_has_a_table_per_case_with_deltas(pages: dict[str, Path]) -> N
     assert len(tables) == 4  # mobilenetv2, the two hostile names, changed-model
     overview = [h for h in page.links() if h.startswith("#")]
     assert overview and all(h[1:] in page.ids for h in overview)
-    assert "model sha256 differs" in text
+    assert "model differs: sha256 sha-1… -> sha256 sha-2…" in text
     assert all("sortable" in (a.get("class") or "") for a in tables)
 
 

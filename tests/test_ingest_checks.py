@@ -203,3 +203,28 @@ def test_outputs_of_several_runs_are_never_stored_as_one(
     with Store.open(db, read_only=True) as store:
         item = store.latest_item("conv", "generate", "4.0.0")
     assert item is not None and "val_cos" not in item["metrics"]
+
+
+def test_outputs_without_a_figure_are_refused_naming_the_file(
+    real: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real report cut after its `model_hash` line parses (version, model, hash all
+    match the case) but holds no figure: stored, it replayed as "measured not measured"."""
+    tcn = real / "n6-packetqc-tcn-qwen2" / "tcn"
+    corpus = _corpus(tmp_path, "tcn", tcn / "model_npu_int8.onnx")
+    text = (tcn / "4.0.0" / "network_generate_report.txt").read_text(encoding="utf-8")
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    end = text.index("\n", text.index("model_hash")) + 1
+    (cut / "network_generate_report.txt").write_text(text[:end], encoding="utf-8")
+    db = tmp_path / "db.duckdb"
+    assert _ingest(str(cut), "--version", "4.0.0", "--case", "tcn", "--corpus", str(corpus),
+                   "--db", str(db)) == 2
+    err = capsys.readouterr().err
+    assert f"{cut / 'network_generate_report.txt'}: no figure could be read" in err
+    assert "Nothing was stored" in err and "Traceback" not in err
+    assert not db.exists() or main(["runs", "--db", str(db), "--json"]) == 0 and json.loads(
+        capsys.readouterr().out) == []
+    # the whole report is accepted
+    assert _ingest(str(tcn / "4.0.0"), "--version", "4.0.0", "--case", "tcn", "--run", "2",
+                   "--corpus", str(corpus), "--db", str(db)) == 0

@@ -289,3 +289,33 @@ def test_memory_store_round_trip() -> None:
         run = store.get_run(run_id)
     assert run["items"][0]["metrics"] == {"activations_bytes": 10.0}
     assert json.dumps(run, default=str)
+
+
+def test_a_session_stopped_by_collection_errors_stores_no_result(
+    pytester: pytest.Pytester, make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every collection error used to store an empty failed run (0 items) that `stedge
+    runs`, `report latest` and the dashboard then showed as a result."""
+    from pytest_stedge.cli.main import main
+
+    corpus = make_corpus({"bad": "model = 'model.onnx'\ntarget = ["})
+    db = tmp_path / "db.duckdb"
+    result = _run(pytester, corpus, fake_installs, db)
+    result.assert_outcomes(errors=1)
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db)]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "no runs stored"
+    assert "1 run(s) stopped by collection errors before any item ran are not listed" in err
+    assert main(["runs", "--db", str(db), "--all", "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert (run["status"], run["items"]) == ("collection-error", 0)
+    assert main(["report", "latest", "--db", str(db)]) == 2
+    assert "no runs" in capsys.readouterr().err
+    # a good case beside the bad one runs: that run is a result as before
+    make_corpus({"good": SIMPLE_CASE}, root=corpus)
+    _run(pytester, corpus, fake_installs, db).assert_outcomes(passed=2, errors=1)
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    assert [(r["run_id"], r["status"]) for r in json.loads(capsys.readouterr().out)] == [(2, "failed")]

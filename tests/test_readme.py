@@ -217,3 +217,88 @@ def test_the_two_readme_commands_in_either_order_keep_one_working_store(tmp_path
     assert len(set(versions)) == 1, versions  # one DuckDB release whatever the order
     listed = _venv_run(venv, "stedge", "runs", "--db", str(db), "--json")
     assert len(json.loads(listed.stdout)) == 4  # every session's run is there
+
+
+# -- the README renders as written (CommonMark) -------------------------------------------
+
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*$")
+# a command as a reader would type it: `stedge CMD`, `pytest corpus|tests|-x`, `python -m`,
+# `python script.py`, `pip install`
+_COMMAND = re.compile(r"^(stedge [a-z-]+\b|pytest (corpus|tests|-)|python3? (-m |[\w/.]+\.py)|pip install )")
+
+
+def _commonmark() -> tuple[list[str], list[object]]:
+    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py is a test extra")
+    tokens = markdown_it.MarkdownIt("commonmark").parse(README)
+    return README.splitlines(), tokens
+
+
+def test_every_code_fence_of_the_readme_is_closed_by_a_bare_fence() -> None:
+    """A closing fence with text after it (```` ``` A baseline version ````) is no closing
+    fence in CommonMark: the block runs on and swallows the sections that follow."""
+    lines, tokens = _commonmark()
+    fences = [t for t in tokens if t.type == "fence"]  # type: ignore[attr-defined]
+    assert fences, "the README has code blocks"
+    for token in fences:
+        start, end = token.map  # type: ignore[attr-defined]
+        closing = lines[end - 1] if end <= len(lines) and end - 1 > start else ""
+        inner = [line for line in token.content.splitlines() if line.lstrip().startswith("```")]  # type: ignore[attr-defined]
+        assert inner == [], f"the code block opened on README line {start + 1} holds a fence line"
+        assert _FENCE_CLOSE.match(closing), (
+            f"the code block opened on README line {start + 1} is not closed by a bare fence "
+            f"(it ends at line {end}: {closing!r})"
+        )
+
+
+def test_every_section_heading_of_the_readme_is_a_heading() -> None:
+    lines, tokens = _commonmark()
+    headings = {t.map[0] for t in tokens if t.type == "heading_open"}  # type: ignore[attr-defined]
+    code = [range(*t.map) for t in tokens if t.type in ("fence", "code_block")]  # type: ignore[attr-defined]
+    for number, line in enumerate(lines):
+        if re.match(r"^#{2,6} \S", line):
+            assert number in headings, f"README line {number + 1} {line!r} is not rendered as a heading"
+            assert not any(number in r for r in code), line
+    assert len(headings) >= 15
+
+
+def test_every_command_line_of_the_readme_is_in_a_code_block() -> None:
+    lines, tokens = _commonmark()
+    code = [range(*t.map) for t in tokens if t.type in ("fence", "code_block")]  # type: ignore[attr-defined]
+    commands = [n for n, line in enumerate(lines) if _COMMAND.match(line.strip())]
+    assert len(commands) >= 25
+    stray = [lines[n] for n in commands if not any(n in r for r in code)]
+    assert stray == [], "command lines rendered as prose"
+    # and every block of commands is a code block (its first line is a command)
+    blocks = [t for t in tokens if t.type == "fence" and not t.info]  # type: ignore[attr-defined]
+    assert sum(1 for t in blocks if _COMMAND.match(t.content.strip())) >= 10  # type: ignore[attr-defined]
+
+
+def test_the_readme_names_the_report_file_the_session_writes() -> None:
+    from pytest_stedge.store.rows import run_label
+
+    label = run_label(1, "0123456789abcdef" * 2)
+    assert re.fullmatch(r"run-1-[0-9a-f]{8}", label)
+    assert "reports/run-1-<8 hex>.html" in README
+    assert "reports/run-1.html" not in README
+    assert "run-<id>-<uuid>" not in README
+
+
+def test_the_readme_failure_table_is_what_the_corpus_case_prints() -> None:
+    """The example failure is mvs-cnn/int8 as the forum report's tool planned it: the
+    table is recomputed from the case file, never pasted."""
+    from pytest_stedge.case.load import load_cases
+    from pytest_stedge.verdict.expect import check, format_misses
+
+    start = README.index("A failing item shows every metric that missed")
+    block = re.search(r"^```\n(.*?)^```", README[start:], re.MULTILINE | re.DOTALL)
+    assert block
+    shown = block.group(1).rstrip("\n")
+    title = shown.splitlines()[0].split(":")[0]
+    case = {c.name: c for c in load_cases(PROJECT / "corpus" / "mvs-cnn" / "case.toml")}["mvs-cnn/int8"]
+    floor = [b for b in case.bounds_for("oracle") if b.metric == "activations_lower_bound_bytes"]
+    assert floor and floor[0].exact == 2_457_600  # the case's own pin of the floor
+    reported = 22_937_600  # the forum report's 22.9 MB
+    measured = {"activations_bytes": reported, "activations_ratio": reported / floor[0].exact}
+    printed = format_misses(title, check(case.bounds_for("generate"), measured),
+                            hint="To accept the measured values, rerun with --stedge-update.")
+    assert shown == printed

@@ -50,6 +50,18 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         "pytest_stedge/verdict/compare.py",
         ["tests/test_diff.py", "tests/test_diff_bands.py", "tests/test_cli_diff.py"],
     ),
+    "classify": (
+        "pytest_stedge/verdict/classify.py",
+        ["tests/test_classify.py", "tests/test_diff.py", "tests/test_parse_exact_figures.py"],
+    ),
+    "identity": (
+        "pytest_stedge/verdict/identity.py",
+        ["tests/test_gate.py", "tests/test_diff.py", "tests/test_change_counts.py"],
+    ),
+    "bug_verdict": (
+        "pytest_stedge/bugs/verdict.py",
+        ["tests/test_bug_verdict.py", "tests/test_html_reports.py"],
+    ),
     "bands": (
         "pytest_stedge/verdict/bands.py",
         ["tests/test_diff_bands.py", "tests/test_diff.py", "tests/test_cli_diff.py"],

@@ -1,8 +1,10 @@
-"""Write the record-only cases of corpus/real/ from the public runs in ../shared/real-cases.
+"""Write the record-only cases of corpus/real/ from the public runs in ../shared.
 
     python corpus/real/record.py [--shared ../shared] [--check]
 
-For every case of ``runs.py`` it writes ``<case>/case.toml`` (the model named by hash and
+For every case of ``runs.py`` (runs of ../shared/real-cases, chosen by hand) and of
+``public_runs.py`` (every run of ../shared/public-runs, one case per model the outputs name,
+written under ``public/``) it writes ``<case>/case.toml`` (the model named by hash and
 public source: no model file is copied, their licences are unknown) and
 ``<case>/recordings.json``: each run's normalised Result as pytest-stedge's own parsers
 read it (figures, epochs, pools, operator names, versions; the tool's prose is left out),
@@ -27,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
+from public_runs import ROOT, SAMPLES, public_cases, read_public_sources, read_sample_sources
 from runs import CASES, RealCase, Run
 
 from pytest_stedge.case.recordings import SCHEMA, options_hash
@@ -128,13 +131,13 @@ def normalised_result(result: dict[str, Any], stage: str) -> dict[str, Any]:
     """The Result as data: the tool's messages (prose) and local file paths left out."""
     out = {k: v for k, v in result.items() if k not in ("sources", "diagnostics")}
     out["stage"] = stage
-    diagnostics = [
+    # every file of a run is read whole (its md5 checked against SOURCE.txt): no diagnostic
+    # is a fact, recorded as an empty list (a signature reading them is then decided)
+    out["diagnostics"] = [
         {"level": d.get("level"), "code": d.get("code"), "kind": d.get("kind")}
         for d in result.get("diagnostics") or []
         if isinstance(d, dict) and d.get("kind") != "IgnoredFile"
     ]
-    if diagnostics:
-        out["diagnostics"] = diagnostics
     validation = out.get("validation")
     if isinstance(validation, dict):
         out["validation"] = {k: v for k, v in validation.items() if k != "rows"}
@@ -157,6 +160,15 @@ def record_runs(case: RealCase, run: Run, real: Path, sources: dict[str, dict[st
         stage = run.stage if command == "validate" else None
         records.append(record_run(case, Run(run.variant, run.version, files, run.flow, stage),
                                   real, sources, command))
+    # One capture is one session of the tool: a run that states no model hash (a 4.0.0
+    # Developer Cloud validate prints no summary) ran the model its capture's other runs
+    # name, when they all name the same one.
+    named = {r["model_sha256"] for r in records if r["model_sha256"] != "md5:"}
+    if len(named) == 1:
+        for record in records:
+            if record["model_sha256"] == "md5:":
+                record["model_sha256"] = next(iter(named))
+                record["provenance"]["model_from"] = "the other runs of the same capture"
     return records
 
 
@@ -193,6 +205,12 @@ def record_run(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str
     primary = sources[run.files[0].split("/", 1)[0]][run.files[0].split("/", 1)[1]]
     target, options = normalise_options(primary.command)
     target = target or case.target
+    stated: list[str] | None = options
+    # a run whose command line no file states: its options are unknown, so it compares with
+    # no other run (a hash of its own first file, never equal to another run's)
+    stated_hash = options_hash(target, options) if primary.command else f"unstated-{primary.md5[:16]}"
+    if not primary.command:
+        stated = None
     model_hash = str((result.get("model") or {}).get("hash") or "").lower().removeprefix("0x")
     identity = _model_sha256(real / case.shared, model_hash)
     repositories = sorted({f["repository"] for f in provenance_files})
@@ -201,8 +219,8 @@ def record_run(case: RealCase, run: Run, real: Path, sources: dict[str, dict[str
         "stage": stage,
         "version": run.version,
         "model_sha256": identity or f"md5:{model_hash}",
-        "options": options,
-        "options_hash": options_hash(target, options),
+        "options": stated,
+        "options_hash": stated_hash,
         "provenance": {
             "repository": repositories[0] if len(repositories) == 1 else repositories,
             "flow": run.flow,
@@ -255,7 +273,7 @@ def case_toml(case: RealCase, model: dict[str, Any], runs: list[dict[str, Any]])
     """The case file: what the case is, its model by hash and source, its stages."""
     lines = [
         (
-            "# Written by corpus/real/record.py from ../shared/real-cases/"
+            f"# Written by corpus/real/record.py from ../shared/{case.root}/"
             f"{case.shared} (SOURCE.txt); rerun it instead of editing."
         ),
         f"# Why it is here: {case.why}.",
@@ -273,8 +291,10 @@ def case_toml(case: RealCase, model: dict[str, Any], runs: list[dict[str, Any]])
             lines.append(f"options = {_toml_value(options)}")
         lines.append(f"stages = {_toml_value(sorted({r['stage'] for r in runs}))}")
         if profile is not None:
-            lines += ["", "[neural_art]  # as the recorded runs (the profile's file is not public)",
-                      f"profile = {_toml_value(profile)}"]
+            lines += ["", "[neural_art]  # as the recorded runs (the profile's file is not public)"]
+            if any(r["options"] is None for r in runs):
+                lines.append("# 'default': no file of a run states its command line, only NPU epochs")
+            lines.append(f"profile = {_toml_value(profile)}")
     if case.baseline:
         lines += ["", "[baseline]  # bands against the previous recorded version"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in sorted(case.baseline.items())]
@@ -307,6 +327,10 @@ def deployment_of(runs: list[dict[str, Any]]) -> tuple[list[str], str | None]:
     profiles: list[str] = []
     for run in sorted(runs, key=lambda r: r["version"]):
         words, kept = run["options"], []
+        if words is None:  # no file states the command line: only whether NPU epochs exist
+            if (run.get("result") or {}).get("neural_art"):
+                profiles.append("default")
+            continue
         for k, word in enumerate(words):
             value = words[k + 1] if k + 1 < len(words) else ""
             if word in _DEPLOYMENT_FLAGS:
@@ -324,11 +348,18 @@ def deployment_of(runs: list[dict[str, Any]]) -> tuple[list[str], str | None]:
 
 def build(shared: Path) -> dict[Path, str]:
     """Every file to write, relative to corpus/real/, with its text."""
-    real = shared / "real-cases"
-    folders = {c.shared for c in CASES}
-    sources = {f: read_source_txt(real / f) for f in sorted(folders)}
+    public, skipped = public_cases(shared)
+    for folder, reason in skipped:
+        print(f"not recorded: {folder}: {reason}", file=sys.stderr)
+    pooled = _pooled_sources(shared, public)
     out: dict[Path, str] = {}
-    for case in CASES:
+    for case in (*CASES, *public):
+        real = shared / case.root
+        if case.root:
+            folders = {case.shared} | {f.split("/", 1)[0] for r in case.runs for f in r.files}
+            sources = {f: read_source_txt(real / f) for f in sorted(folders)}
+        else:
+            sources = pooled
         model = model_table(case, real, sources)
         runs = []
         for run in case.runs:
@@ -337,17 +368,32 @@ def build(shared: Path) -> dict[Path, str]:
         keys = [(r["case"], r["stage"], r["version"]) for r in runs]
         if len(set(keys)) != len(keys):
             raise SystemExit(f"{case.name}: two runs of the same case, stage and version")
-        out[Path(case.name) / "case.toml"] = case_toml(case, model, runs)
+        where = Path(case.folder or case.name)
+        out[where / "case.toml"] = case_toml(case, model, runs)
         document = {"schema": SCHEMA, "written_by": "corpus/real/record.py", "runs": runs}
-        out[Path(case.name) / "recordings.json"] = json.dumps(document, indent=1, sort_keys=True) + "\n"
+        out[where / "recordings.json"] = json.dumps(document, indent=1, sort_keys=True) + "\n"
     return out
+
+
+def _pooled_sources(shared: Path, cases: list[RealCase]) -> dict[str, dict[str, SourceFile]]:
+    """The files of public-runs and stedgeai-samples folders the cases read, keyed
+    ``<top folder> -> <run folder>/<file>`` (a public case's paths start at ../shared)."""
+    pooled: dict[str, dict[str, SourceFile]] = {ROOT: {}, SAMPLES: {}}
+    folders = sorted({f.rsplit("/", 1)[0] for c in cases for r in c.runs for f in r.files}
+                     | {c.shared for c in cases})
+    for folder in folders:
+        top, name = folder.split("/", 1)
+        read = read_public_sources if top == ROOT else read_sample_sources
+        for file, entry in read(shared / folder).items():
+            pooled[top][f"{name}/{file}"] = entry
+    return pooled
 
 
 def _model_sha256(folder: Path, md5: str) -> str | None:
     """sha256 of the model file whose md5 the run's outputs state, when ../shared has it
     (the tool prints the md5 of its input; the store speaks sha256)."""
     for candidate in sorted(folder.rglob("*")):
-        if candidate.suffix in (".onnx", ".tflite") and "_OE_" not in candidate.name:
+        if candidate.suffix in (".onnx", ".tflite", ".h5", ".keras") and "_OE_" not in candidate.name:
             data = candidate.read_bytes()
             if md5 and hashlib.md5(data).hexdigest() == md5:
                 return hashlib.sha256(data).hexdigest()
@@ -357,7 +403,7 @@ def _model_sha256(folder: Path, md5: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", default=str(HERE.parents[2] / "shared"),
-                        help="The shared folder holding real-cases/ (default: ../shared)")
+                        help="The shared folder holding real-cases/ and public-runs/ (default: ../shared)")
     parser.add_argument("--check", action="store_true",
                         help="Write nothing; exit 1 when a committed file differs")
     args = parser.parse_args(argv)
@@ -368,11 +414,21 @@ def main(argv: list[str] | None = None) -> int:
     files = build(shared)
     stale = [p for p, text in files.items()
              if not (HERE / p).is_file() or (HERE / p).read_text(encoding="utf-8") != text]
+    # a public case no run names any more (the generated folders under public/ only)
+    written = {p.parent for p in files}
+    gone = sorted(d for d in (HERE / "public").glob("*") if d.is_dir() and d.relative_to(HERE) not in written)
     if args.check:
         for path in stale:
             print(f"differs: corpus/real/{path}")
+        for folder in gone:
+            print(f"no longer written: corpus/real/{folder.relative_to(HERE)}")
         print(f"{len(files) - len(stale)} of {len(files)} files up to date")
-        return 1 if stale else 0
+        return 1 if stale or gone else 0
+    for folder in gone:
+        for child in sorted(folder.iterdir()):
+            child.unlink()
+        folder.rmdir()
+        print(f"removed corpus/real/{folder.relative_to(HERE)}")
     for path in stale:
         (HERE / path).parent.mkdir(parents=True, exist_ok=True)
         (HERE / path).write_text(files[path], encoding="utf-8")

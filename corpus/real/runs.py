@@ -54,6 +54,8 @@ class RealCase:
     model_source: str | None = None  # https URL where the model (or its runs) is published
     variants: dict[str, str] = field(default_factory=dict)  # variant -> description
     baseline: dict[str, str] = field(default_factory=dict)  # [baseline] bands
+    root: str = "real-cases"  # the ../shared folder holding ``shared``
+    folder: str = ""  # where under corpus/real the case is written (default: its name)
 
 
 def _micro(model: str) -> RealCase:

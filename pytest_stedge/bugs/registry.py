@@ -14,7 +14,14 @@ Format::
     stages = ["validate-target"]          # optional: stages that can show it (default: all)
     kind = "bug"                          # optional: bug (reported by users) or finding
                                           # (a regression seen in recorded public runs)
-    links = [{ title = "...", url = "https://..." }]   # optional: public sources, each a URL
+    links = [{ title = "...", url = "https://..." }]   # public sources, each a URL
+    scope = { cases = ["n6-micro-*"], markers = ["n6"] }  # optional: cases beyond the
+                                          # reproducers whose findings are evidence too
+
+A bug's evidence is the findings of its reproducers, of the cases that list it and of the
+cases its ``scope`` names (case-name patterns, case markers: a model family); a signature
+that matches anywhere else is a similar signature, never the bug reproduced
+(:mod:`pytest_stedge.bugs.verdict`).
 
 ``Bug.affects(version)`` is True inside ``affected``, False at or after
 ``fixed_in``, and None (unknown) anywhere else: the registry never guesses about a
@@ -27,6 +34,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +47,7 @@ from .signature import UNKNOWN, Signature, SignatureError, parse_signature
 
 STATUSES = ("open", "fixed", "unknown")
 REQUIRED = ("id", "title", "source", "affected", "status", "reproducers", "signature")
-OPTIONAL = ("fixed_in", "notes", "stages", "kind", "links")
+OPTIONAL = ("fixed_in", "notes", "stages", "kind", "links", "scope")
 KINDS = ("bug", "finding")
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")
 # stedgeai prints "4.0.1-20581 359356bb0": the release is what the registry speaks about.
@@ -89,6 +97,19 @@ class Bug:
     stages: tuple[str, ...] = ()  # empty: every stage
     kind: str = "bug"
     links: tuple[tuple[str, str], ...] = ()  # (title, https URL)
+    scope_cases: tuple[str, ...] = ()  # fnmatch patterns of case names
+    scope_markers: tuple[str, ...] = ()
+
+    def in_scope(self, case_name: str | None, markers: Iterable[str] = ()) -> bool:
+        """Whether findings on this case are the bug's evidence: a reproducer, or a case its
+        ``scope`` names."""
+        if not case_name:
+            return False
+        if case_name in self.reproducers:
+            return True
+        if any(fnmatchcase(case_name, pattern) for pattern in self.scope_cases):
+            return True
+        return bool(set(self.scope_markers) & set(markers))
 
     def observable_on(self, stage: str | None) -> bool:
         """Whether an item of ``stage`` can show this bug (no finding on other stages)."""
@@ -144,10 +165,14 @@ class BugRegistry:
         """Sorted bug ids."""
         return sorted(self.bugs)
 
-    def relevant(self, case_name: str | None, case_bugs: Iterable[str] = ()) -> list[Bug]:
-        """Bugs a case is expected to show: listed in the case or naming it as a reproducer."""
+    def relevant(
+        self, case_name: str | None, case_bugs: Iterable[str] = (), markers: Iterable[str] = ()
+    ) -> list[Bug]:
+        """Bugs whose evidence a case is: listed in the case, naming it as a reproducer, or
+        naming it in their scope."""
         wanted = set(case_bugs)
-        return [b for b in self if b.id in wanted or (case_name and case_name in b.reproducers)]
+        marks = tuple(markers)
+        return [b for b in self if b.id in wanted or b.in_scope(case_name, marks)]
 
     def evaluate(
         self,
@@ -156,17 +181,19 @@ class BugRegistry:
         case_name: str | None = None,
         case_bugs: Iterable[str] = (),
         version: str | None = None,
+        markers: Iterable[str] = (),
     ) -> list[Finding]:
         """Evaluate every signature on one item.
 
         Bugs relevant to the case (see :meth:`relevant`) always get a finding:
-        reproduced, not-reproduced or unknown. Any other bug gets one only when its
-        signature matches (reproduced), so unrelated items do not flood the store.
+        reproduced, not-reproduced or unknown, marked ``reproducer`` (the bug's evidence).
+        Any other bug gets one only when its signature matches: a similar signature,
+        stored so the dashboard can list it apart, never the bug reproduced.
 
         :param result_env: :func:`pytest_stedge.bugs.signature.signature_env` of the item.
         """
         version = version if version is not None else result_env.get("version")
-        relevant = {b.id for b in self.relevant(case_name, case_bugs)}
+        relevant = {b.id for b in self.relevant(case_name, case_bugs, markers)}
         findings = []
         for bug in self:
             if not bug.observable_on(result_env.get("stage")):
@@ -293,7 +320,10 @@ def load_bug(path: Path) -> Bug:
     kind = text("kind") or "bug"
     if kind not in KINDS:
         raise CaseError(path, "kind", f"{kind!r}; accepted: {', '.join(KINDS)}")
+    scope_cases, scope_markers = _scope(path, raw.get("scope", {}))
     return Bug(
+        scope_cases=scope_cases,
+        scope_markers=scope_markers,
         kind=kind,
         links=_links(path, raw.get("links", [])),
         stages=tuple(stages),
@@ -308,6 +338,20 @@ def load_bug(path: Path) -> Bug:
         fixed_in=fixed_in,
         notes=text("notes"),
     )
+
+
+def _scope(path: Path, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``scope = { cases = [patterns], markers = [names] }``: where findings are evidence."""
+    if not isinstance(raw, dict) or set(raw) - {"cases", "markers"}:
+        raise CaseError(path, "scope", "expected a table { cases = [case-name patterns], "
+                        "markers = [case markers] }")
+    out = []
+    for key in ("cases", "markers"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise CaseError(path, f"scope.{key}", f"expected a list of non-empty strings, got {value!r}")
+        out.append(tuple(v.strip() for v in value))
+    return out[0], out[1]
 
 
 def _links(path: Path, raw: Any) -> tuple[tuple[str, str], ...]:

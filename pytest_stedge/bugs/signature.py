@@ -209,8 +209,11 @@ def signature_env(
     stage: str | None = None,
     version: str | None = None,
     metrics: Mapping[str, float] | None = None,
+    target: str | None = None,
 ) -> dict[str, Any]:
     """The environment a signature reads for one item.
+
+    ``target`` is the case's (a validate log may state none); without it, the Result's.
 
     Flat metrics come from ``metrics`` when given (e.g. with oracle figures merged
     in), else from the Result. Names the Result does not know are left out, so they
@@ -232,6 +235,8 @@ def signature_env(
         tool = result.get("tool") or {}
         if version is None and tool.get("version"):
             env["version"] = str(tool["version"])
+    if target:
+        env["target"] = target
     if stage is not None:
         env["stage"] = stage
     if version is not None:

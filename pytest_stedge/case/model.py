@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,14 +98,59 @@ class Case:
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
-    def bounds_for(self, stage: str) -> tuple[Bound, ...]:
-        """The expectations to check on ``stage``: generic ones, then the stage's own."""
+    def stated_options(self) -> list[str]:
+        """The options that make this case's runs what they are, as words (what
+        :meth:`options_hash` hashes, files by name): shown when two runs do not compare."""
+        words = ["--target", self.target, *self.options]
+        if self.c_name != "network":
+            words += ["--name", self.c_name]
+        if self.neural_art is not None:
+            named = f"@{self.neural_art.file.name}" if self.neural_art.file else ""
+            words += ["--st-neural-art", f"{self.neural_art.profile}{named}"]
+        pool = self.memory_pool or (self.neural_art.mpool if self.neural_art else None)
+        if pool is not None:
+            words += ["--memory-pool", pool.name]
+        return words
+
+    def bounds_for(self, stage: str, measured: Mapping[str, float] | None = None) -> tuple[Bound, ...]:
+        """The expectations to check on ``stage``: generic ones, then the stage's own.
+
+        A generic (``[expect]``) bound applies to every stage that measures its metric: the
+        stages whose outputs always state it (memory and epochs for generate and analyze,
+        accuracy for validate; missing there is a miss) and any other stage whose item
+        ``measured`` it (a validate report states memory and epochs too).
+        """
+        return tuple(bound for _key, bound in self.keyed_bounds(stage, measured))
+
+    def keyed_bounds(
+        self, stage: str, measured: Mapping[str, float] | None = None
+    ) -> list[tuple[str, Bound]]:
+        """:meth:`bounds_for` with each bound's key as a case file names it
+        (``expect.activations_bytes``, ``expect.validate-host.val_cos``)."""
         from ..result import metric_applies
 
-        generic = [b for b in self.expect.get("", ()) if metric_applies(b.metric, stage)]
+        seen = measured or {}
         specific = list(self.expect.get(stage, ()))
         overridden = {b.metric for b in specific}
-        return tuple([b for b in generic if b.metric not in overridden] + specific)
+        generic = [
+            (f"expect.{b.metric}", b)
+            for b in self.expect.get("", ())
+            if b.metric not in overridden and (metric_applies(b.metric, stage) or b.metric in seen)
+        ]
+        return generic + [(f"expect.{stage}.{b.metric}", b) for b in specific]
+
+    def stage_keys(self) -> list[str]:
+        """The keys of the bounds some stage of the case checks whatever it measures."""
+        stages = (*self.stages, "oracle") if self.oracle else self.stages
+        return sorted({key for stage in stages for key, _bound in self.keyed_bounds(stage)})
+
+    def expect_keys(self) -> list[str]:
+        """Every bound of the case by its key (see :meth:`keyed_bounds`), sorted."""
+        return sorted(
+            f"expect.{b.metric}" if table == "" else f"expect.{table}.{b.metric}"
+            for table, bounds in self.expect.items()
+            for b in bounds
+        )
 
 
 def file_sha256(path: Path) -> str:

@@ -65,8 +65,12 @@ def load_recordings(path: Path) -> list[dict[str, Any]]:
                 raise CaseError(path, f"{key}.{name}", "expected a non-empty string")
         if not isinstance(run["result"], dict) or not isinstance(run["provenance"], dict):
             raise CaseError(path, f"{key}.result", "expected the Result and provenance tables")
-        if not isinstance(run["options"], list) or not all(isinstance(o, str) for o in run["options"]):
-            raise CaseError(path, f"{key}.options", "expected the list of the run's options")
+        options = run["options"]  # null: no file of the run states its command line
+        if options is not None and (
+            not isinstance(options, list) or not all(isinstance(o, str) for o in options)
+        ):
+            raise CaseError(path, f"{key}.options",
+                            "expected the list of the run's options, or null when unknown")
         out.append(
             {
                 "version": run["version"],
@@ -74,7 +78,8 @@ def load_recordings(path: Path) -> list[dict[str, Any]]:
                 "stage": run["stage"],
                 "model_sha256": run["model_sha256"],
                 "options_hash": run["options_hash"],
-                "options": list(run["options"]),  # the command line's (the oracle reads it)
+                # the command line's (the oracle reads it); None when no file states it
+                "options": None if options is None else list(options),
                 "source": f"{path}#{key}",
                 "result": run["result"],
                 "provenance": run["provenance"],
@@ -129,3 +134,35 @@ def release_key(version: str) -> tuple[Any, ...]:
         return (0, Version(version), "")
     except InvalidVersion:
         return (1, Version("0"), version)
+
+
+def public_sources(case_toml: Path, case_name: str) -> list[tuple[str, str]]:
+    """``(title, URL)`` of a case's public sources: its record-only model's source and every
+    file its corpus recordings were read from (``recordings.json`` beside the case file),
+    each once, in version order. Empty for a case without them, or whose files are gone."""
+    from ..errors import StedgeError
+    from .load import load_cases
+
+    out: list[tuple[str, str]] = []
+    try:
+        case = next((c for c in load_cases(case_toml) if c.name == case_name), None)
+    except (StedgeError, OSError):
+        return out
+    if case is not None and case.model_source is not None and case.model_source.source.startswith(("https://", "http://")):
+        out.append((f"the model: {case.model_source.file}", case.model_source.source))
+    recordings = case_toml.parent / RECORDINGS_FILE
+    if recordings.is_file():
+        try:
+            runs = [r for r in json.loads(recordings.read_text(encoding="utf-8")).get("runs", [])
+                    if isinstance(r, dict) and r.get("case") == case_name]
+        except (OSError, ValueError):
+            runs = []
+        for run in sorted(runs, key=lambda r: (release_key(str(r.get("version"))), str(r.get("stage")))):
+            for item in (run.get("provenance") or {}).get("files") or []:
+                url = str(item.get("url") or "")
+                if url.startswith("https://"):
+                    out.append((f"{run.get('version')} {run.get('stage')}: {item.get('path')}", url))
+    unique: dict[str, str] = {}
+    for title, url in out:
+        unique.setdefault(url, title)
+    return [(title, url) for url, title in unique.items()]

@@ -115,7 +115,7 @@ def cmd_bug_report(args: argparse.Namespace) -> int:
 
 def _stored(args: argparse.Namespace, case: str, stage: str, version: str) -> Any:
     """The passing version's newest stored figures (the version is not installed)."""
-    from pytest_stedge.bugreport.folder import VersionRun
+    from pytest_stedge.bugreport.records import VersionRun
     from pytest_stedge.cli.store import db_path
     from pytest_stedge.result import METRICS
     from pytest_stedge.store.database import Store

@@ -8,9 +8,12 @@ import json
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.options import add_store_options
+
+if TYPE_CHECKING:
+    from ..verdict.bands import BandSettings
 
 EPILOG = """\
 examples:
@@ -47,15 +50,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="Corpus whose case [baseline] bands and [expect] bounds apply. "
         "Default: ./corpus when it exists",
     )
-    diff.add_argument(
-        "--band",
-        metavar="[METRIC=]BAND",
-        action="append",
-        default=[],
-        help="Band of metrics a case does not band ('+3%%', '+1024', '0'); METRIC=BAND sets one "
-        "metric's (repeatable). Default: ini stedge_baseline_band, else 0; validation metrics "
-        "have their own (ini stedge_metric_bands, README 'Bands')",
-    )
+    add_band_option(diff)
     diff.add_argument(
         "--all", action="store_true", dest="show_unchanged", help="List unchanged metrics too"
     )
@@ -77,16 +72,11 @@ def run_diff(args: argparse.Namespace) -> int:
     from pytest_stedge.report.table import format_table
     from pytest_stedge.store.database import Store
 
-    from ..verdict.bands import parse_band, parse_metric_bands
     from ..verdict.store_diff import diff_store
     from .store import db_path
 
-    general = [b for b in args.band if "=" not in b]
-    default_band = general[-1] if general else ini_band(Path.cwd())
-    parse_band(default_band)  # a bad band is a usage error before the store is opened
-    metric_bands = parse_metric_bands(
-        ini_lines(Path.cwd(), "stedge_metric_bands") + [b for b in args.band if "=" in b]
-    )
+    settings = band_settings(args.band)
+    default_band, metric_bands = settings.default_band, dict(settings.metric_bands or {})
     cases = load_corpus_cases(args.corpus)
     with Store.open(db_path(args), create=False, read_only=True) as store:
         report = diff_store(store, args.base, args.head, default_band=default_band, cases=cases,
@@ -107,6 +97,37 @@ def run_diff(args: argparse.Namespace) -> int:
         for line in format_placement_changes(placement, args.base, args.head):
             print(line)
     return 1 if report.regressed() else 0
+
+
+def add_band_option(parser: argparse.ArgumentParser) -> None:
+    """``--band [METRIC=]BAND`` (repeatable), as ``stedge diff`` reads it."""
+    parser.add_argument(
+        "--band",
+        metavar="[METRIC=]BAND",
+        action="append",
+        default=[],
+        help="Band of metrics a case does not band ('+3%%', '+1024', '0'); METRIC=BAND sets one "
+        "metric's (repeatable). Default: ini stedge_baseline_band, else 0; validation metrics "
+        "have their own (ini stedge_metric_bands, README 'Bands')",
+    )
+
+
+def band_settings(bands: list[str], folder: Path | None = None) -> BandSettings:
+    """The bands of ``--band`` over the ini keys pytest reads in ``folder`` (default: the
+    current folder), over the built-in noisy-metric bands: what the gate uses in a session.
+
+    :raises BandError: naming a malformed band, before any store is opened.
+    """
+    from ..verdict.bands import BandSettings, parse_band, parse_metric_bands
+
+    where = folder or Path.cwd()
+    general = [b for b in bands if "=" not in b]
+    default_band = general[-1] if general else ini_band(where)
+    parse_band(default_band)
+    metric_bands = parse_metric_bands(
+        ini_lines(where, "stedge_metric_bands") + [b for b in bands if "=" in b]
+    )
+    return BandSettings(default_band=default_band, metric_bands=metric_bands)
 
 
 def load_corpus_cases(folder: str | None) -> dict[str, Any]:

@@ -103,6 +103,7 @@ def _ingest(args: argparse.Namespace) -> int:
         )
     source = Path(args.path).resolve()
     result = _one_run(Path(args.path), args.run)  # parse fully before anything is written
+    refuse_without_figures(result, Path(args.path))
     stage = args.stage or stage_of(result)
     problems = mismatches(result, args.version, case.model)
     if problems and not args.force:
@@ -120,6 +121,7 @@ def _ingest(args: argparse.Namespace) -> int:
         )
     result["stage"] = stage
     result["recorded_from"] = str(source)
+    result.setdefault("options", case.stated_options())
     model_sha256 = None if note else case.model_sha256()
     options_hash = case.options_hash()
     metrics = flat_metrics(result)
@@ -164,6 +166,30 @@ def _one_run(path: Path, number: int | None) -> dict[str, Any]:
     if not answer.isdigit():
         raise StedgeError(f"{answer!r} is not a run number; nothing stored")
     return pick_runs(path, runs, int(answer))[0]
+
+
+def refuse_without_figures(result: dict[str, Any], given: Path) -> None:
+    """Refuse outputs from which no figure could be read (a report cut after its header):
+    stored, they would replay as an item that measured nothing. A run that ended in an
+    error the tool printed (a board that never answered) is a recording of that failure
+    and is kept.
+
+    :raises StedgeError: naming the files read and what was looked for.
+    """
+    from pytest_stedge.errors import StedgeError
+    from pytest_stedge.result import PRECISION_PREFIX, flat_metrics
+
+    figures = [k for k in flat_metrics(result) if not k.startswith(PRECISION_PREFIX)]
+    errors = [d for d in result.get("diagnostics") or []
+              if isinstance(d, dict) and d.get("level") == "error"]
+    if figures or errors:
+        return
+    read = [str(s) for s in result.get("sources") or []] or [str(given)]
+    raise StedgeError(
+        f"{', '.join(read)}: no figure could be read (weights, activations, MACC, epochs or "
+        "validation metrics) and no error the tool printed: the output looks cut short or is "
+        "not a stedgeai report. Nothing was stored; ingest the complete outputs of the run"
+    )
 
 
 _VERSION_RE = re.compile(r"\d+(\.\d+){1,3}")

@@ -8,6 +8,8 @@ from typing import Any
 
 from pytest_stedge.options import add_store_options
 
+from .diff import add_band_option, band_settings, load_corpus_cases
+
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Register ``report`` and ``dashboard``."""
@@ -29,9 +31,10 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--out",
         metavar="FILE",
         default=None,
-        help="HTML file to write. Default: reports/run-<RUN>-<uuid>.html",
+        help="HTML file to write. Default: reports/run-<RUN>-<8 hex>.html",
     )
     add_store_options(report.add_argument, prefix="")
+    add_band_option(report)
     report.set_defaults(handler=_report)
 
     dashboard = subparsers.add_parser(
@@ -53,9 +56,11 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--corpus",
         metavar="DIR",
         default="corpus",
-        help="Corpus whose bugs/ folder is the known-bug registry. Default: corpus",
+        help="Corpus whose bugs/ folder is the known-bug registry and whose cases' [baseline] "
+        "bands and [expect] bounds classify the changes (as stedge diff --corpus). Default: corpus",
     )
     add_store_options(dashboard.add_argument, prefix="")
+    add_band_option(dashboard)
     dashboard.set_defaults(handler=_dashboard)
 
 
@@ -83,7 +88,7 @@ def _report(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False, read_only=True) as store:
         run_id = _run_id(store, args.run)
         out = Path(args.out) if args.out else Path("reports") / f"{run_label(run_id, store.run_uuid_of(run_id))}.html"
-        path = render_run_report(store, run_id, out)
+        path = render_run_report(store, run_id, out, bands=band_settings(args.band))
     print(f"wrote {path}")
     return 0
 
@@ -94,8 +99,11 @@ def _dashboard(args: argparse.Namespace) -> int:
 
     from .store import db_path
 
+    bands = band_settings(args.band)  # a bad band is said before the store is opened
     bugs = Path(args.corpus) / "bugs"
+    cases = load_corpus_cases(args.corpus) if Path(args.corpus).is_dir() else None
     with Store.open(db_path(args), create=False, read_only=True) as store:
-        index = render_dashboard(store, Path(args.out), bugs_dir=bugs if bugs.is_dir() else None)
+        index = render_dashboard(store, Path(args.out), bugs_dir=bugs if bugs.is_dir() else None,
+                                 bands=bands, cases=cases)
     print(f"wrote {index}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     add_store_options(runs.add_argument, prefix="")
     runs.add_argument("--limit", type=int, default=None, metavar="N", help="Show N runs at most")
     runs.add_argument("--json", action="store_true", help="Print JSON")
+    runs.add_argument("--all", action="store_true", dest="all_runs",
+                      help="Also list the runs of sessions stopped by collection errors "
+                      "before any item ran (status collection-error)")
     runs.set_defaults(handler=_runs)
 
     show = subparsers.add_parser(
@@ -104,14 +108,21 @@ def db_path(args: argparse.Namespace) -> Location:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from pytest_stedge.store.database import Store
+    from pytest_stedge.store.database import COLLECTION_ERROR, Store
 
     with Store.open(db_path(args), create=False, read_only=True) as store:
-        runs = store.list_runs(limit=args.limit)
+        runs = store.list_runs()
+    hidden = 0 if args.all_runs else sum(1 for r in runs if r["status"] == COLLECTION_ERROR)
+    if hidden:
+        runs = [r for r in runs if r["status"] != COLLECTION_ERROR]
+    runs = runs[: args.limit] if args.limit else runs
     _journal_note(db_path(args))
     if args.json:
         print(json.dumps(runs, indent=2, default=str))
         return 0
+    if hidden:
+        print(f"{hidden} run(s) stopped by collection errors before any item ran are not "
+              "listed (stedge runs --all)", file=sys.stderr)
     if not runs:
         print("no runs stored")
         return 0

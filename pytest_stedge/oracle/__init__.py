@@ -49,13 +49,22 @@ def case_deployment(case: Case, run: dict[str, Any] | None = None) -> Deployment
         mpool = case.neural_art.mpool
     elif case.memory_pool is not None:
         mpool = case.memory_pool
-    if run is not None:
+    if run is not None and states_deployment(run):
         target, options = run_options(run)
         return deployment_for(target or case.target, options, mpool)
     options = list(case.options)
     if case.neural_art is not None:
         options.append("--st-neural-art")
     return deployment_for(case.target, options, mpool)
+
+
+def states_deployment(run: dict[str, Any]) -> bool:
+    """Whether a recording says how the model was deployed: its command line, or at least
+    whether the NPU ran (a validate log of a public run may state neither)."""
+    result = run.get("result")
+    return isinstance(run.get("options"), list) or (
+        isinstance(result, dict) and result.get("neural_art") is not None
+    )
 
 
 def recorded_conflicts(case: Case, runs: list[dict[str, Any]]) -> list[str]:
@@ -66,6 +75,8 @@ def recorded_conflicts(case: Case, runs: list[dict[str, Any]]) -> list[str]:
     ours = case_deployment(case)
     lines = []
     for run in runs:
+        if not states_deployment(run):
+            continue
         theirs = case_deployment(case, run)
         differences = deployment_differences(ours, theirs)
         if differences:

@@ -11,23 +11,25 @@ rendered.
 
 Entry points (each loads its page module, and Jinja2, when called)::
 
-    render_run_report(store, run_id, path)       # reports/run-<id>.html
+    render_run_report(store, run_id, path)       # reports/run-<id>-<8 hex>.html
     render_diff_page(report, store, path)        # reports/diff-<a>-<b>.html
     render_dashboard(store, out_dir, bugs_dir=)  # reports/site/index.html and its pages
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
 
+    from ..verdict.bands import BandSettings
     from ..verdict.compare import DiffReport
 
 
-def render_run_report(store: Store, run_id: int, path: Path) -> Path:
+def render_run_report(store: Store, run_id: int, path: Path, *, bands: BandSettings | None = None) -> Path:
     """Write the report of one run: cases, outcomes, metrics with their expectations,
     the oracle's lower bound beside the tool's activations, epochs, findings, failures
     and the tool's diagnostics.
@@ -38,7 +40,7 @@ def render_run_report(store: Store, run_id: int, path: Path) -> Path:
     from .data import build_run_page
     from .render import render
 
-    page = build_run_page(store, run_id)
+    page = build_run_page(store, run_id, bands)
     return render("run.html.j2", path, page=page, title=f"Run {run_id}", root="")
 
 
@@ -56,16 +58,22 @@ def render_diff_page(report: DiffReport, store: Store, path: Path) -> Path:
     )
 
 
-def render_dashboard(store: Store, out_dir: Path, *, bugs_dir: Path | None) -> Path:
+def render_dashboard(
+    store: Store, out_dir: Path, *, bugs_dir: Path | None, bands: BandSettings | None = None,
+    cases: Mapping[str, Any] | None = None,
+) -> Path:
     """Write the known-bug dashboard (a static site) under ``out_dir``.
 
     :param bugs_dir: the known-bug registry (``corpus/bugs``); None: bugs are known only
         by the ids of stored findings.
+    :param bands: the bands changes are classified with (``stedge diff``'s; default: the
+        built-in ones).
+    :param cases: the corpus cases by name; default: each case file where the store recorded it.
     :returns: the index page.
     """
     from .site import write_site
 
-    return write_site(store, Path(out_dir), bugs_dir=bugs_dir)
+    return write_site(store, Path(out_dir), bugs_dir=bugs_dir, bands=bands, cases=cases)
 
 
 __all__ = ["render_dashboard", "render_diff_page", "render_run_report"]

@@ -14,8 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_stedge.bugs.verdict import (
+    SIMILAR_TEXT,
+    bug_verdict,
+    by_bug_and_version,
+    is_evidence,
+    what_would_fill,
+)
+
 from .data import FindingView, _finding_view, _h, slug
-from .findings import by_bug_and_version, version_status
 
 if TYPE_CHECKING:
     from pytest_stedge.store.history import Columns
@@ -59,7 +66,8 @@ class Cell:
     status: str = field(metadata=_h("reproduced, not-reproduced, unknown or not-run"))
     text: str = field(metadata=_h("the status as people read it"))
     href: str = field(default="", metadata=_h("link to the evidence on the bug page, empty when not run"))
-    title: str = field(default="", metadata=_h("tooltip: run, case and metric values that decided the status"))
+    title: str = field(default="", metadata=_h("tooltip: run, case and metric values that decided the status, or what would fill a cell not run"))
+    similar: int = field(default=0, metadata=_h("other models whose signature matched in the deciding run (never in the status)"))
 
 
 @dataclass
@@ -88,7 +96,10 @@ class BugPage:
     row: MatrixRow = field(metadata=_h("its matrix row (status by version)"))
     versions: list[str] = field(default_factory=list, metadata=_h("toolchain versions, release order"))
     reproducers: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(case, link or empty)"))
-    history: list[Evidence] = field(default_factory=list, metadata=_h("findings, by version then newest run first"))
+    history: list[Evidence] = field(default_factory=list, metadata=_h("the evidence: findings of its reproducers (and scope), by version then newest run first"))
+    similar: list[Evidence] = field(default_factory=list, metadata=_h("similar signature on other models: matches outside the evidence, listed apart"))
+    similar_cases: int = field(default=0, metadata=_h("how many other models those matches are on"))
+    unfilled: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(versions, what would fill them) of the versions not run"))
     figures: list[tuple[str, str, str, list[str]]] = field(default_factory=list, metadata=_h("(case, link, version, formatted figures) of each reproducer per version"))
     figure_heads: list[str] = field(default_factory=list, metadata=_h("column headings of the figures"))
 
@@ -139,7 +150,7 @@ def statuses_seen(bug: BugInfo, findings: Iterable[FindingView], seen: dict[str,
 
 
 def matrix_row(bug: BugInfo, findings: Iterable[FindingView], versions: Sequence[str]) -> MatrixRow:
-    """The bug's cells, one per version (pytest_stedge.report.findings decides)."""
+    """The bug's cells, one per version (pytest_stedge.bugs.verdict decides)."""
     return MatrixRow(bug=bug, cells=_cells(bug, by_bug_and_version(findings), versions))
 
 
@@ -155,15 +166,19 @@ def write_bug(
     history = sorted(
         history_rows, key=lambda f: (order.get(f.version, -1), -f.run_id, f.case_name, f.stage)
     )
-    evidence = []
+    evidence: list[Evidence] = []
+    similar: list[Evidence] = []
     first: set[str] = set()
     for f in history:
+        own = is_evidence(f, row.bug.reproducers)
+        if not own and f.status != "reproduced":
+            continue  # a non-match elsewhere says nothing about this bug
         anchor = ""
-        if f.version not in first:
+        if own and f.version not in first:
             first.add(f.version)
             anchor = slug(f.version, "e-")
         href = case_pages.get(f.case_name)
-        evidence.append(
+        (evidence if own else similar).append(
             Evidence(
                 anchor=anchor,
                 finding=f,
@@ -186,39 +201,53 @@ def write_bug(
         versions=list(versions),
         reproducers=[(c, f"../cases/{case_pages[c]}" if c in case_pages else "") for c in row.bug.reproducers],
         history=evidence,
+        similar=similar,
+        similar_cases=len({e.finding.case_name for e in similar}),
+        unfilled=_unfilled(row, versions),
         figures=table,
         figure_heads=[head for _m, head, _u in FIGURES],
     )
     render("bug.html.j2", out / "bugs" / row.bug.page, page=page, title=row.bug.id, root="../")
 
 
+def _unfilled(row: MatrixRow, versions: Sequence[str]) -> list[tuple[str, str]]:
+    """The versions not run, in one line (what would fill any of them), then each one where
+    a similar signature matched (said apart)."""
+    missing = [v for v, c in zip(versions, row.cells) if c.status == "not-run"]
+    if not missing:
+        return []
+    out = [(", ".join(missing), what_would_fill(row.bug.reproducers, "V").replace("with V:", "with these versions:"))]
+    out += [(v, f"{SIMILAR_TEXT}: {c.similar}, listed apart below")
+            for v, c in zip(versions, row.cells) if c.status == "not-run" and c.similar]
+    return out
+
+
 def _cells(
     bug: BugInfo, grouped: Mapping[tuple[str, str], Sequence[FindingView]], versions: Sequence[str]
 ) -> list[Cell]:
-    """Per version: the bug's status there (pytest_stedge.report.findings decides)."""
+    """Per version: the bug's status there (pytest_stedge.bugs.verdict decides)."""
     cells = []
     for version in versions:
-        state = version_status(grouped.get((bug.id, version), []), bug.reproducers)
-        if state.deciding is None:
-            note = (
-                f"no reproducer ran on {version}; the signature matched on "
-                f"{state.elsewhere} other case(s) in run {state.run_id}"
-                if state.elsewhere else ""
-            )
-            cells.append(Cell(status="not-run", text=state.text, title=note))
+        verdict = bug_verdict(grouped.get((bug.id, version), []), bug.reproducers)
+        similar = len(verdict.similar_cases())
+        aside = f" ({SIMILAR_TEXT}: {similar}, listed apart)" if similar else ""
+        deciding = verdict.deciding
+        if deciding is None:
+            fill = what_would_fill(bug.reproducers, version)
+            cells.append(Cell(status="not-run", text=verdict.text, title=fill + aside, similar=similar))
             continue
-        deciding = state.deciding
         facts = "; ".join(f"{k} = {v}" for k, v in deciding.evidence)
         title = (
-            f"{state.text} in run {state.run_id} on {deciding.case_name} "
-            f"({deciding.stage})" + (f": {facts}" if facts else "")
+            f"{verdict.text} in run {verdict.run_id} on {deciding.case_name} "
+            f"({deciding.stage})" + (f": {facts}" if facts else "") + aside
         )
         cells.append(
             Cell(
-                status=state.status,
-                text=state.text,
+                status=verdict.status,
+                text=verdict.text,
                 href=f"bugs/{bug.page}#{slug(version, 'e-')}",
                 title=title,
+                similar=similar,
             )
         )
     return cells

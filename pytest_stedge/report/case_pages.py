@@ -50,23 +50,27 @@ class CasePage:
     table: Markup = field(default_factory=Markup, metadata=_h("rows of the values table, one per (version, stage), in release order then by stage; every cell escaped"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("history charts (memory, ratio, epochs)"))
     findings: list[tuple[str, str, str]] = field(default_factory=list, metadata=_h("(bug id, bug page, status) seen on it"))
+    sources: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(title, https URL) of its public sources: the model, each recorded run's files"))
     hybrid_note: str = field(default=HYBRID_NOTE, metadata=_h("what the tool's '??' (hybrid epochs) means"))
 
 
-def case_page(history: CaseHistory, file: str, findings: Sequence[tuple[str, str, str]]) -> CasePage:
+def case_page(
+    history: CaseHistory, file: str, findings: Sequence[tuple[str, str, str]],
+    sources: Sequence[tuple[str, str]] = (),
+) -> CasePage:
     """The context of one case's page."""
     return CasePage(
         name=history.name, page=file, table=table_rows(history), charts=case_charts(history),
-        findings=list(findings),
+        findings=list(findings), sources=list(sources),
     )
 
 
 def write_case(
     out: Path, history: CaseHistory, file: str, bugs_seen: Mapping[str, str],
-    bug_pages: Mapping[str, str],
+    bug_pages: Mapping[str, str], sources: Sequence[tuple[str, str]] = (),
 ) -> None:
     """cases/<file>: the case's charts and values table, with the known bugs its
-    reproducer findings saw (``bugs_seen``: bug id -> status)."""
+    reproducer findings saw (``bugs_seen``: bug id -> status) and its public sources."""
     from .render import render
 
     findings = [
@@ -74,7 +78,7 @@ def write_case(
         for bug_id, status in sorted(bugs_seen.items())
         if bug_id in bug_pages
     ]
-    page = case_page(history, file, findings)
+    page = case_page(history, file, findings, sources)
     render("case.html.j2", out / "cases" / file, page=page, title=history.name, root="../")
 
 

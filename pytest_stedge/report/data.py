@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
 
     from ..case.model import Case
+    from ..verdict.bands import BandSettings
 
 FAILING = ("failed", "error")
 CHART_ROWS = 60  # split long charts so each stays legible
@@ -127,9 +128,11 @@ class ItemView:
     hybrid_ops: list[str] = field(default_factory=list, metadata=_h("operator types of hybrid ('??') epochs"))
     hybrid_epochs: list[int] = field(default_factory=list, metadata=_h("ids of the hybrid ('??') epochs"))
     diagnostics: list[Diagnostic] = field(default_factory=list, metadata=_h("the tool's diagnostics"))
-    findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item"))
+    findings: list[FindingView] = field(default_factory=list, metadata=_h("known-bug findings of this item that are the bug's evidence (a reproducer, or in its scope)"))
+    similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures: bugs whose signature matched this item, which is not their evidence"))
     tool: str = field(default="", metadata=_h("tool version/build as the Result states it"))
     board: BoardView | None = field(default=None, metadata=_h("what a validate-target item measured on its board, None when nothing"))
+    changes: list[Any] = field(default_factory=list, metadata=_h("MetricChange list: what moved against the baseline the gate used, unchanged left out"))
 
 
 @dataclass
@@ -158,21 +161,32 @@ class RunPage:
     counts: list[tuple[str, int]] = field(default_factory=list, metadata=_h("items by outcome"))
     cases: list[CaseView] = field(default_factory=list, metadata=_h("cases with their items"))
     failing: list[ItemView] = field(default_factory=list, metadata=_h("failed and errored items"))
-    findings: list[FindingView] = field(default_factory=list, metadata=_h("every finding of the run"))
+    findings: list[FindingView] = field(default_factory=list, metadata=_h("the run's findings that are their bug's evidence"))
+    similar: list[FindingView] = field(default_factory=list, metadata=_h("similar signatures on other models: matches outside a bug's evidence, listed apart"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("inline SVG charts (activations vs bound, epochs)"))
-    bug_status: list[tuple[str, str, str, str, str]] = field(default_factory=list, metadata=_h("(bug, version, status, status text, deciding case) as the dashboard decides it"))
+    bug_status: list[tuple[str, str, str, str, str, str]] = field(default_factory=list, metadata=_h("(bug, version, status, status text, deciding case, similar signatures aside) as the dashboard decides it"))
+    change_pairs: list[tuple[str, str, list[int]]] = field(default_factory=list, metadata=_h("(baseline, version, count of each of change_kinds) as the gate classified them"))
+    change_kinds: list[str] = field(default_factory=list, metadata=_h("the kinds counted, regressions first (unchanged is not)"))
 
 
-def build_run_page(store: Store, run_id: int) -> RunPage:
-    """Collect one run's items, expectations, findings and charts."""
+def build_run_page(store: Store, run_id: int, bands: BandSettings | None = None) -> RunPage:
+    """Collect one run's items, expectations, findings, changes and charts.
+
+    :param bands: the bands changes are classified with (the session's; default built-in).
+    """
+    from pytest_stedge.bugs.verdict import is_evidence
     from pytest_stedge.store.queries import run_case_paths, run_findings
+
+    from .run_bugs import bug_status, registry_reproducers
 
     run = store.get_run(run_id)
     paths = run_case_paths(store, run_id)
+    reproducers = registry_reproducers(paths.values())
     findings: dict[str, list[FindingView]] = {}
     all_findings = []
     for row in run_findings(store, run_id):
         finding = _finding_view(row)
+        finding.reproducer = is_evidence(finding, reproducers.get(finding.bug_id, ()))
         findings.setdefault(row["nodeid"], []).append(finding)
         all_findings.append(finding)
     loaded: dict[str, tuple[dict[str, Case], str]] = {}
@@ -190,58 +204,38 @@ def build_run_page(store: Store, run_id: int) -> RunPage:
         if case is None and not view.note and case_path:
             view.note = f"case {name!r} is no longer defined in {case_path}"
         view.items.append(_item_view(item, case, findings.get(item["nodeid"], [])))
+    from .changes import SHOWN_KINDS
+    from .run_changes import run_changes
+
+    by_name = {name: case for known, _note in loaded.values() for name, case in known.items()}
+    pairs, moved = run_changes(store, run, {c: by_name.get(c) for c in cases}, bands)
+    for view in cases.values():
+        for item_view in view.items:
+            item_view.changes = moved.get(item_view.nodeid, [])
     counts = Counter(i.outcome for c in cases.values() for i in c.items)
     items = [i for c in cases.values() for i in c.items]
+    # a session without an install replays recorded versions: those are its versions too
+    ran = sorted({i.version for i in items if i.version and i.outcome != "skipped"}, key=version_key)
+    versions = list(run.get("versions") or []) or ran
     return RunPage(
         run_id=run_id,
         status=str(run["status"]),
         started_at=str(run.get("started_at") or ""),
         finished_at=str(run.get("finished_at") or ""),
         host=str(run.get("host") or ""),
-        versions=list(run.get("versions") or []),
+        versions=versions,
         baseline=str(run.get("baseline") or ""),
         argv=" ".join(str(a) for a in run.get("argv") or []),
         counts=sorted(counts.items()),
         cases=list(cases.values()),
         failing=[i for i in items if i.outcome in FAILING],
-        findings=all_findings,
+        findings=[f for f in all_findings if f.reproducer],
+        similar=[f for f in all_findings if not f.reproducer and f.status == "reproduced"],
         charts=_run_charts(items),
-        bug_status=_bug_status(all_findings, _reproducers(paths.values())),
+        bug_status=bug_status(all_findings, reproducers),
+        change_pairs=pairs,
+        change_kinds=[k.value for k in SHOWN_KINDS],
     )
-
-
-def _reproducers(case_paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """Each known bug's reproducers, from the registry of the run's corpus (if on disk)."""
-    from pytest_stedge.bugs.registry import load_registry
-    from pytest_stedge.errors import StedgeError
-
-    from ..case.paths import find_corpus_root
-
-    for path in case_paths:
-        if path and Path(path).is_file():
-            try:
-                registry = load_registry(find_corpus_root(Path(path)) / "bugs")
-            except StedgeError:
-                return {}
-            return {bug.id: bug.reproducers for bug in registry}
-    return {}
-
-
-def _bug_status(
-    findings: Sequence[FindingView], reproducers: Mapping[str, Sequence[str]]
-) -> list[tuple[str, str, str, str, str]]:
-    """Per bug and version in this run: the status the dashboard shows for it."""
-    from .findings import by_bug_and_version, version_status
-
-    out = []
-    for (bug_id, version), mine in sorted(by_bug_and_version(findings).items()):
-        state = version_status(mine, reproducers.get(bug_id, ()))
-        decided = (
-            f"{state.deciding.case_name} ({state.deciding.stage})" if state.deciding
-            else f"no reproducer ran; matched on {state.elsewhere} other case(s)"
-        )
-        out.append((bug_id, version, state.status, state.text, decided))
-    return out
 
 
 def _load_case_file(case_path: str) -> tuple[dict[str, Case], str]:
@@ -294,7 +288,7 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
 
     result = item.get("result") or {}
     metrics: dict[str, float] = dict(item.get("metrics") or {})
-    bounds = case.bounds_for(item["stage"]) if case is not None else ()
+    bounds = case.bounds_for(item["stage"], metrics) if case is not None else ()
     missed = {m.metric for m in check(bounds, metrics)}
     expected: dict[str, list[str]] = {}
     for bound in bounds:
@@ -342,7 +336,8 @@ def _item_view(item: Mapping[str, Any], case: Case | None, findings: list[Findin
         software_ops=[str(op) for op in result.get("software_ops") or []],
         **_ops_apart(result.get("epochs")),
         diagnostics=[_diagnostic(d) for d in result.get("diagnostics") or [] if isinstance(d, dict)],
-        findings=findings,
+        findings=[f for f in findings if f.reproducer],
+        similar=[f for f in findings if not f.reproducer and f.status == "reproduced"],
         tool=" ".join(str(tool[k]) for k in ("version", "build", "revision") if tool.get(k)),
         board=board,
     )

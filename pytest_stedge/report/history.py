@@ -1,5 +1,5 @@
 """A store's history as the dashboard reads it: per case, its items and charted figures
-by version, and every regression and improvement between a case's consecutive versions.
+by version (the changes between a case's consecutive versions: :mod:`.changes`).
 
 Read from numpy columns (:mod:`pytest_stedge.store.history`, where DuckDB has already
 picked the stage and pivoted the metrics), one case at a time, so a store of millions
@@ -9,21 +9,23 @@ of metric rows costs a few arrays, not a dict per row.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_stedge.result import METRICS
-
-from ..verdict.bands import Band, parse_band
-from ..verdict.compare import ChangeKind
+from ..result import PRECISION_PREFIX
+from ..verdict.compare import classified_metrics
 from .charts import EPOCH_KINDS
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
     from pytest_stedge.store.history import Columns
 
+# every metric a diff lists (the changes page classifies them), and the rounding columns of
+# the figures a report may print rounded
+LISTED = tuple(classified_metrics())
+PRECISE = ("weights_bytes", "activations_bytes", "activations_external_bytes", "activations_ratio")
+PRECISION_COLUMNS = tuple(PRECISION_PREFIX + m for m in PRECISE)
 CASE_METRICS = (
     "activations_bytes",
     "activations_lower_bound_bytes",
@@ -36,7 +38,6 @@ CASE_METRICS = (
     "val_snr",
     "duration_ms",
 )
-DIRECTED = tuple(name for name, spec in METRICS.items() if spec.direction != "none")
 
 
 @dataclass
@@ -92,7 +93,7 @@ def case_table(store: Store, versions: Sequence[str]) -> HistoryTable:
     metrics: read once, then sliced case by case and compared version by version."""
     from pytest_stedge.store.history import item_columns
 
-    metrics = [*CASE_METRICS, *(m for m in DIRECTED if m not in CASE_METRICS)]
+    metrics = [*CASE_METRICS, *(m for m in LISTED if m not in CASE_METRICS), *PRECISION_COLUMNS]
     import numpy as np
 
     cols = item_columns(store, metrics, versions)
@@ -163,183 +164,3 @@ def _slice(table: HistoryTable, start: int, end: int) -> CaseHistory:
         values={m: column[start:end] for m, column in table.shown.items()},
         charted=table.charted[start:end],
     )
-
-
-@dataclass
-class Change:
-    """One metric of one (case, stage) between two consecutive versions."""
-
-    base: str
-    head: str
-    case_name: str
-    stage: str
-    metric: str
-    old: float
-    new: float
-    kind: ChangeKind
-    band: str
-    base_run: int
-    head_run: int
-
-    @property
-    def delta(self) -> float:
-        """new - old."""
-        return self.new - self.old
-
-    @property
-    def delta_pct(self) -> float | None:
-        """The change in percent of the old value (None from 0)."""
-        return None if self.old == 0 else self.delta / abs(self.old) * 100.0
-
-    @property
-    def size(self) -> float:
-        """How large the change is, to list the largest first (a move from 0 is infinite)."""
-        pct = self.delta_pct
-        return math.inf if pct is None else abs(pct)
-
-
-KINDS = (ChangeKind.REGRESSED, ChangeKind.IMPROVED, ChangeKind.NOT_COMPARABLE)
-
-
-def release_changes(
-    store: Store, table: HistoryTable, default_band: str = "0", *, keep: int = 100
-) -> tuple[list[Change], dict[tuple[str, str, str], int]]:
-    """Regressions, improvements and not-comparable moves between each (case, stage)'s
-    consecutive stored versions of a metric, with the case's ``[baseline]`` bands when
-    its case.toml is still on disk: the ``keep`` largest of each (base, head, kind), and
-    the count of each.
-
-    A value moved when ``|new - old|`` exceeds its band (relative bands in percent of the
-    old value). Two versions compare when the model sha256 and options hash are both
-    known and the same; otherwise any move or change of identity is not comparable.
-    Classified on numpy columns, one metric at a time (a store where every metric moves
-    every release has millions of moves); only the kept ones become Python objects."""
-    import numpy as np
-
-    from pytest_stedge.store.history import case_paths
-
-    cols = table.cols
-    if not len(cols):
-        return [], {}
-    c = cols.columns
-    case, stage, version = c["case"], c["stage"], c["version"]
-    order = np.lexsort((version, stage, case))  # each (case, stage) by version
-    bands = _bands(case_paths(store))
-    default = parse_band(default_band)
-    shape = (len(cols.versions), len(cols.versions), len(KINDS))
-    counts = np.zeros(shape, dtype=np.int64)
-    found = []  # per metric: (group, size, case, stage, metric, base row, head row) kept
-    for metric_id, metric in enumerate(DIRECTED):
-        if metric not in cols.stored:
-            continue
-        rows = order[cols.stored[metric][order]]
-        base, head = rows[:-1], rows[1:]
-        same = (case[base] == case[head]) & (stage[base] == stage[head])
-        base, head = base[same], head[same]
-        kind, size = _classify(cols, metric, base, head, bands, default)
-        chosen = kind >= 0
-        base, head, kind, size = base[chosen], head[chosen], kind[chosen], size[chosen]
-        group = (version[base].astype(np.int64) * len(cols.versions) + version[head]) * len(KINDS) + kind
-        counts += np.bincount(group, minlength=counts.size).reshape(shape)
-        top = _largest(group, size, case[head], stage[head], keep)
-        found.append((group[top], size[top], case[head][top], stage[head][top],
-                      np.full(len(top), metric_id), base[top], head[top]))
-    if not found:
-        return [], {}
-    group, size, case_of, stage_of, metric_of, base, head = (np.concatenate(x) for x in zip(*found))
-    top = _largest(group, size, case_of, stage_of, keep, metric_of)
-    bands_text = _band_texts(cols, bands)
-    out = []
-    for i in top.tolist():
-        b, h = int(base[i]), int(head[i])
-        metric = DIRECTED[int(metric_of[i])]
-        out.append(Change(
-            base=cols.versions[int(version[b])], head=cols.versions[int(version[h])],
-            case_name=cols.cases[int(case[h])], stage=cols.stages[int(stage[h])], metric=metric,
-            old=float(c[metric][b]), new=float(c[metric][h]),
-            kind=KINDS[int(group[i]) % len(KINDS)],
-            band=bands_text.get((int(case[h]), metric), default_band),
-            base_run=int(c["run_id"][b]), head_run=int(c["run_id"][h]),
-        ))
-    totals = {
-        (cols.versions[b], cols.versions[h], KINDS[k].value): int(counts[b, h, k])
-        for b, h, k in zip(*np.nonzero(counts))
-    }
-    return out, totals
-
-
-def _classify(
-    cols: Columns, metric: str, base: Any, head: Any, bands: Mapping[str, Mapping[str, str]],
-    default: Band,
-) -> tuple[Any, Any]:
-    """Per (base row, head row): kind (index into :data:`KINDS`, -1 when no change) and
-    relative size (a move from 0 is infinite)."""
-    import numpy as np
-
-    c = cols.columns
-    old, new = c[metric][base], c[metric][head]
-    identity = c["identity"]
-    same_identity = identity[base] == identity[head]
-    comparable = same_identity & c["known_identity"][head]
-    value = np.full(len(cols.cases), default.value)
-    relative = np.full(len(cols.cases), default.relative)
-    for k, name in enumerate(cols.cases):
-        text = bands.get(name, {}).get(metric)
-        if text is not None:
-            band = parse_band(text)
-            value[k], relative[k] = band.value, band.relative
-    cases = c["case"][head]
-    allowed = np.where(relative[cases], np.abs(old) * value[cases] / 100.0, value[cases])
-    valid = ~(np.isnan(old) | np.isnan(new))
-    moved = np.abs(new - old) > allowed + 1e-12 * np.maximum(1.0, np.abs(old))
-    worse = new > old if METRICS[metric].direction == "lower" else new < old
-    kind = np.full(len(old), -1)
-    kind[valid & ~comparable & ((old != new) | ~same_identity)] = 2
-    kind[valid & comparable & moved & worse] = 0
-    kind[valid & comparable & moved & ~worse] = 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        size = np.where(old == 0, np.inf, np.abs((new - old) / np.where(old == 0, 1, old)))
-    return kind, size
-
-
-def _largest(group: Any, size: Any, case: Any, stage: Any, keep: int, metric: Any = None) -> Any:
-    """Indices of the ``keep`` largest of each group (groups in order, each largest first;
-    ties by case, stage, then metric)."""
-    import numpy as np
-
-    ties = (stage, case) if metric is None else (metric, stage, case)
-    order = np.lexsort((*ties, -size, group))  # the last key sorts first
-    ordered = group[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    return order[rank < keep]
-
-
-def _band_texts(cols: Columns, bands: Mapping[str, Mapping[str, str]]) -> dict[tuple[int, str], str]:
-    """``(case index, metric) -> band text`` of the cases' own bands."""
-    index = {name: k for k, name in enumerate(cols.cases)}
-    return {
-        (index[name], metric): text
-        for name, by_metric in bands.items() if name in index
-        for metric, text in by_metric.items()
-    }
-
-
-def _bands(paths: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """``case -> metric -> band`` from the case files still on disk (each read once)."""
-    from pytest_stedge.errors import StedgeError
-
-    from ..case.load import load_cases
-
-    out: dict[str, dict[str, str]] = {}
-    loaded: dict[str, Any] = {}
-    for name, path in paths.items():
-        if path not in loaded:
-            try:
-                loaded[path] = {c.name: c for c in load_cases(Path(path))} if Path(path).is_file() else {}
-            except (StedgeError, OSError):
-                loaded[path] = {}
-        case = loaded[path].get(name)
-        if case is not None and case.baseline:
-            out[name] = dict(case.baseline)
-    return out

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_stedge.bugs.verdict import STATUS_TEXT
 from pytest_stedge.result import METRICS
 
 from .bug_pages import (
@@ -33,12 +34,14 @@ from .bug_pages import (
     write_bug,
 )
 from .case_pages import write_case
+from .changes import SHOWN_KINDS, Change, release_changes
 from .data import FindingView, _h, slug, sorted_versions
-from .findings import STATUS_TEXT
-from .history import Change, case_histories, case_history, case_table, release_changes
+from .history import case_histories, case_history, case_table
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
+
+    from ..verdict.bands import BandSettings
 
 STATUSES = ("reproduced", "not-reproduced", "unknown", "not-run")
 CHANGES_SHOWN = 100  # per kind and version pair; `stedge diff A B` lists every one
@@ -53,7 +56,8 @@ class IndexPage:
     versions: list[str] = field(default_factory=list, metadata=_h("toolchain versions with results"))
     bugs: list[MatrixRow] = field(default_factory=list, metadata=_h("bugs with their status per version"))
     cases: list[tuple[str, str, str, str]] = field(default_factory=list, metadata=_h("(case, page, latest version, outcome)"))
-    changes: list[tuple[str, str, int, int, int]] = field(default_factory=list, metadata=_h("(base, head, regressions, improvements, not comparable) per version pair"))
+    changes: list[tuple[str, str, list[int]]] = field(default_factory=list, metadata=_h("(base, head, counts of each kind of change_kinds) per version pair"))
+    change_kinds: list[str] = field(default_factory=list, metadata=_h("the kinds counted, regressions first (unchanged is not)"))
 
 
 @dataclass
@@ -69,6 +73,7 @@ class ChangeRow:
     delta: str = field(metadata=_h("signed change with its unit and percent"))
     band: str = field(metadata=_h("the band it moved beyond"))
     runs: str = field(metadata=_h("base and head run ids"))
+    note: str = field(default="", metadata=_h("why not comparable (which options or model differ), or which expectation flipped"))
 
 
 @dataclass
@@ -77,32 +82,44 @@ class ChangeGroup:
 
     base: str = field(metadata=_h("older version"))
     head: str = field(metadata=_h("newer version"))
-    kind: str = field(metadata=_h("regressed, improved or not comparable"))
+    kind: str = field(metadata=_h("regressed, newly failing, improved, fixed, changed or not comparable"))
     anchor: str = field(metadata=_h("HTML id"))
     rows: list[ChangeRow] = field(default_factory=list, metadata=_h("largest first"))
     more: int = field(default=0, metadata=_h("changes not listed (past the page's limit)"))
 
 
-def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
-    """Render every page of the dashboard under ``out``; return index.html."""
+def write_site(
+    store: Store, out: Path, *, bugs_dir: Path | None, bands: BandSettings | None = None,
+    cases: Mapping[str, Any] | None = None,
+) -> Path:
+    """Render every page of the dashboard under ``out``; return index.html.
+
+    :param bands: the bands changes are classified with (default: the built-in ones).
+    :param cases: the corpus cases by name (their bands and bounds); default: each case
+        file still where the store recorded it.
+    """
     out.mkdir(parents=True, exist_ok=True)
     from pytest_stedge.store.view import one_view
 
     # One view of the store for the whole site: sessions writing a shared store meanwhile
     # would otherwise add a version between the reads (an index past the version list).
     with one_view(store) as view:
-        return _write_site(view, out, bugs_dir=bugs_dir)
+        return _write_site(view, out, bugs_dir=bugs_dir, bands=bands, cases=cases)
 
 
-def _write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
+def _write_site(
+    store: Store, out: Path, *, bugs_dir: Path | None, bands: BandSettings | None,
+    cases: Mapping[str, Any] | None,
+) -> Path:
     from pytest_stedge.store.history import finding_columns, stored_versions
 
     from .render import render
 
     versions = sorted_versions(stored_versions(store))
     order = {v: k for k, v in enumerate(versions)}
-    cases = case_table(store, versions)
-    case_pages = {name: f"{slug(name)}.html" for name in cases.cols.cases}
+    corpus = cases
+    table = case_table(store, versions)
+    case_pages = {name: f"{slug(name)}.html" for name in table.cols.cases}
     found = finding_columns(store)
     bugs = known_bugs(bugs_dir, found.bugs)
     pages = {b.id: b.page for b in bugs}
@@ -121,7 +138,7 @@ def _write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
         statuses_seen(bug, findings, seen)
         figures = {}
         for name in bug.reproducers:
-            history = case_history(cases, name)
+            history = case_history(table, name)
             if history is not None:
                 figures[name] = history.figures()
         write_bug(render, out, row, findings, versions, order, started, case_pages, figures)
@@ -129,27 +146,38 @@ def _write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
 
     # case pages, one at a time from the store's columns
     listed: list[tuple[str, str, str, str]] = []
-    for history in case_histories(cases):
+    from pytest_stedge.store.history import case_paths
+
+    from ..case.recordings import public_sources
+
+    paths = case_paths(store)
+    for history in case_histories(table):
         file = case_pages[history.name]
-        write_case(out, history, file, seen.get(history.name, {}), pages)
+        path = paths.get(history.name)
+        sources = public_sources(Path(path), history.name) if path and Path(path).is_file() else []
+        write_case(out, history, file, seen.get(history.name, {}), pages, sources)
         newest = int(history.version[-1])  # rows by version then stage: the last is newest
         listed.append((history.name, file, versions[newest], history.outcome[-1]))
 
-    changes, counts = release_changes(store, cases, keep=CHANGES_SHOWN)
-    del cases
+    changes, counts = release_changes(store, table, bands=bands, cases=corpus, keep=CHANGES_SHOWN)
+    del table
     pairs = _write_changes(render, out, changes, counts, case_pages, order)
     matrix = [rows[b.id] for b in bugs]
     render(
         "matrix.html.j2", out / "matrix.html", rows=matrix, versions=versions,
         title="Known bugs by version", root="", statuses=STATUSES, status_text=STATUS_TEXT,
     )
+    from pytest_stedge.store.database import COLLECTION_ERROR
+
+    runs = [r for r in store.list_runs() if r["status"] != COLLECTION_ERROR]
     index = IndexPage(
-        runs=store.list_runs(limit=20),
-        run_count=len(store.list_runs()),
+        runs=runs[:20],
+        run_count=len(runs),
         versions=versions,
         bugs=matrix,
         cases=listed,
         changes=pairs,
+        change_kinds=[k.value for k in SHOWN_KINDS],
     )
     return render("index.html.j2", out / "index.html", page=index, title="Dashboard", root="")
 
@@ -157,22 +185,20 @@ def _write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
 def _write_changes(
     render: Any, out: Path, changes: Sequence[Change], counts: Mapping[tuple[str, str, str], int],
     case_pages: Mapping[str, str], order: Mapping[str, int],
-) -> list[tuple[str, str, int, int, int]]:
-    """changes.html: per pair of consecutive versions, regressions then improvements
-    (largest first), then what moved but cannot be compared."""
-    from ..verdict.compare import ChangeKind
+) -> list[tuple[str, str, list[int]]]:
+    """changes.html: per pair of consecutive versions, every kind of change but unchanged,
+    regressions first, each largest first."""
     from .render import fmt_delta, fmt_metric, fmt_pct
 
     groups: dict[tuple[str, str, str], list[Change]] = {}
     for change in changes:
         groups.setdefault((change.base, change.head, change.kind.value), []).append(change)
     pairs = sorted({(b, h) for b, h, _k in counts}, key=lambda p: (order[p[1]], order[p[0]]))
-    kinds = (ChangeKind.REGRESSED.value, ChangeKind.IMPROVED.value, ChangeKind.NOT_COMPARABLE.value)
     sections: list[ChangeGroup] = []
     summary = []
     for base, head in pairs:
         tally: list[int] = []
-        for kind in kinds:
+        for kind in (k.value for k in SHOWN_KINDS):
             members = groups.get((base, head, kind), [])  # the largest first, as kept
             total = counts.get((base, head, kind), 0)
             tally.append(total)
@@ -182,6 +208,7 @@ def _write_changes(
             for c in members[:CHANGES_SHOWN]:
                 unit = METRICS[c.metric].unit
                 page = case_pages.get(c.case_name)
+                delta = c.delta
                 rows.append(ChangeRow(
                     case_name=c.case_name,
                     case_href=f"cases/{page}" if page else "",
@@ -189,15 +216,16 @@ def _write_changes(
                     metric=c.metric,
                     old=fmt_metric(c.old, unit),
                     new=fmt_metric(c.new, unit),
-                    delta=f"{fmt_delta(c.delta, unit)} ({fmt_pct(c.delta_pct)})",
+                    delta="—" if delta is None else f"{fmt_delta(delta, unit)} ({fmt_pct(c.delta_pct)})",
                     band=c.band,
                     runs=f"{c.base_run} → {c.head_run}",
+                    note=c.note,
                 ))
             sections.append(ChangeGroup(
                 base=base, head=head, kind=kind, anchor=slug(f"{base}-{head}-{kind}", "ch-"),
                 rows=rows, more=max(0, total - len(rows)),
             ))
-        summary.append((base, head, *tally))
+        summary.append((base, head, tally))
     render("changes.html.j2", out / "changes.html", groups=sections, pairs=summary,
-           title="Changes between releases", root="")
-    return summary  # type: ignore[return-value]
+           kinds=[k.value for k in SHOWN_KINDS], title="Changes between releases", root="")
+    return summary

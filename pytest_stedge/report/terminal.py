@@ -21,6 +21,24 @@ class SessionSummary:
     failures: dict[str, list[str]] = field(default_factory=dict)
     changes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (base, head)
     updates: list[str] = field(default_factory=list)
+    bounds: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)  # case -> (keys, checked)
+
+    def add_bounds(self, row: ItemRow) -> None:
+        """Note which of its case's bounds a finished item checked."""
+        if not row.expect_keys:
+            return
+        keys, checked = self.bounds.setdefault(row.case_name, (set(), set()))
+        keys.update(row.expect_keys)
+        checked.update(row.checked)
+
+    def unchecked_bounds(self) -> list[tuple[str, list[str]]]:
+        """(case, its bound keys that no stage checked), for cases with any."""
+        out = []
+        for case in sorted(self.bounds):
+            keys, checked = self.bounds[case]
+            if keys - checked:
+                out.append((case, sorted(keys - checked)))
+        return out
 
 
 def write_summary(
@@ -64,6 +82,15 @@ def write_summary(
                 write(f"      {line}")
     _write_changes(write, summary.changes)
     _write_placement(write, rows)
+    _write_bugs(write, rows)
+    unchecked = summary.unchecked_bounds()
+    if unchecked:
+        write("")
+        write("warning: bounds that no stage checked (they said nothing):", yellow=True)
+        for case, keys in unchecked:
+            write(f"  {case}: {'; '.join(_why_unchecked(key) for key in keys)}")
+        write("  a bound applies to the stages that measure its metric: add such a stage to "
+              "the case's stages, or move the bound to the table of one it has")
     if summary.updates:
         write("")
         write("--stedge-update changed:")
@@ -80,6 +107,60 @@ def write_summary(
         write(stored)
     if report_path is not None:
         write(f"report: {report_path}")
+
+
+@dataclass(frozen=True)
+class _Finding:
+    """A finding of this session, as :func:`pytest_stedge.bugs.verdict.bug_verdict` reads it."""
+
+    bug_id: str
+    status: str
+    case_name: str
+    stage: str
+    version: str
+    reproducer: bool
+    run_id: int = 0
+    group_run: int = 0
+
+
+def _write_bugs(write: Callable[..., None], rows: list[ItemRow]) -> None:
+    """Per known bug and version of this session: its verdict, as the run report and the
+    dashboard give it (only its evidence decides); similar signatures counted apart."""
+    from ..bugs.verdict import SIMILAR_TEXT, bug_verdict, by_bug_and_version
+
+    findings = [
+        _Finding(str(f["bug_id"]), str(f["status"]), row.case_name, row.stage, row.version or "",
+                 bool((f.get("evidence") or {}).get("reproducer")))
+        for row in rows for f in row.findings
+    ]
+    table = []
+    for (bug_id, version), mine in sorted(by_bug_and_version(findings).items()):
+        verdict = bug_verdict(mine, ())
+        if verdict.status == "not-run" and not verdict.similar:
+            continue
+        deciding = verdict.deciding
+        similar = verdict.similar_cases()
+        table.append((bug_id, version or "-", verdict.text,
+                      f"{deciding.case_name} ({deciding.stage})" if deciding else "no reproducer ran",
+                      f"{len(similar)} model(s)" if similar else ""))
+    if not table:
+        return
+    write("")
+    write(f"known bugs (only a bug's reproducers decide; the last column, {SIMILAR_TEXT}, never does):")
+    head = ("bug", "version", "status", "decided by", "similar")
+    widths = [max(len(r[i]) for r in [head, *table]) for i in range(len(head))]
+    for line in [head, *table]:
+        write("  " + "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+
+
+def _why_unchecked(key: str) -> str:
+    """``expect.val_cos (no stage measured val_cos)`` for the summary's warning."""
+    from ..case.model import ALL_STAGES
+
+    parts = key.split(".")
+    if len(parts) == 3 and parts[1] in ALL_STAGES:
+        return f"{key} ({parts[1]} is not among the case's stages)"
+    return f"{key} (no stage measured {parts[-1]})"
 
 
 def _write_placement(write: Callable[..., None], rows: list[ItemRow]) -> None:

@@ -33,6 +33,7 @@ from .rows import ItemRow
 
 __all__ = [
     "CASE_COLUMNS",
+    "COLLECTION_ERROR",
     "DEFAULT_PATH",
     "DEFAULT_WAIT_S",
     "FINDING_COLUMNS",
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 DEFAULT_PATH = Path(".stedge") / "results.duckdb"
+# the status of a session stopped by collection errors before any item ran: kept (the
+# journal and the argv say what happened) but not a result; `stedge runs --all` shows it
+COLLECTION_ERROR = "collection-error"
 
 
 
@@ -208,8 +212,8 @@ class Store(StoreConnection):
         return run
 
     def latest_run_id(self) -> int | None:
-        """Id of the newest run, if any."""
-        rows = self._rows("SELECT max(run_id) FROM runs")
+        """Id of the newest run that ran something (a collection error's run is none)."""
+        rows = self._rows("SELECT max(run_id) FROM runs WHERE status <> ?", [COLLECTION_ERROR])
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
     def versions(self) -> list[str]:

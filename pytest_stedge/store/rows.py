@@ -28,6 +28,8 @@ class ItemRow:
     changes: list[dict[str, Any]] = field(default_factory=list)  # against the baseline (not stored)
     baseline_version: str | None = None  # the version those changes are against (not stored)
     update: dict[str, Any] | None = None  # what --stedge-update should write (not stored)
+    expect_keys: list[str] = field(default_factory=list)  # the case's bounds (not stored)
+    checked: list[str] = field(default_factory=list)  # bounds this item's stage checks (not stored)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form, the shape workers hand over to the controller."""

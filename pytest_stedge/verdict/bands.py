@@ -151,3 +151,16 @@ def parse_metric_bands(lines: Iterable[str]) -> dict[str, str]:
         parse_band(band)
         out[metric] = band
     return out
+
+
+@dataclass(frozen=True)
+class BandSettings:
+    """The bands a store is read with: per-metric defaults and the default band (what
+    ``stedge diff --band`` and the ini keys give)."""
+
+    default_band: str = "0"
+    metric_bands: Mapping[str, str] | None = None  # None: the noisy metrics' built-in bands
+
+    def band(self, metric: str, case_bands: Mapping[str, str]) -> str:
+        """The band text of ``metric`` for a case with these ``[baseline]`` bands."""
+        return band_for(metric, case_bands, self.default_band, self.metric_bands)

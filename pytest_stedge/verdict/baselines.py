@@ -55,6 +55,7 @@ class Baselines:
             metrics=dict(row.metrics),
             model_sha256=row.model_sha256,
             options_hash=row.options_hash,
+            options=(row.result or {}).get("options"),
         )
 
     def to_data(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StedgeError
 from ..result import METRICS, PRECISION_PREFIX
 from .bands import band_for, beyond_band, parse_band
+from .classify import MET, MISSED, NO_EXPECTATION, classify_arrays, direction_code
 
 if TYPE_CHECKING:
     from ..case.model import Bound
@@ -98,7 +99,8 @@ def classify(
     old_ok: bool | None = None,
     new_ok: bool | None = None,
 ) -> ChangeKind:
-    """The one kind of the change of ``metric`` from ``old`` (base) to ``new`` (head).
+    """The one kind of the change of ``metric`` from ``old`` (base) to ``new`` (head), by
+    :func:`.classify.classify_arrays` (the rule every page and the gate use).
 
     :param comparable: model sha256 and options hash are equal in both versions.
     :param old_ok: whether the metric met the case's expectation in the base (None: none).
@@ -106,25 +108,33 @@ def classify(
     :raises StedgeError: for a metric the diff does not list (unknown, or no direction
         and not in :data:`UNDIRECTED`).
     """
-    direction = _direction(metric)
-    if direction == "none" and metric not in UNDIRECTED:
+    _check_listed(metric)
+    kind, _rounded = classify_arrays(
+        direction_code(_direction(metric)),
+        _value(old),
+        _value(new),
+        allowed=band.allowed(old) if old is not None and _usable(old) else 0.0,
+        comparable=comparable,
+        old_ok=_ok_code(old_ok),
+        new_ok=_ok_code(new_ok),
+    )
+    return KIND_ORDER[int(kind)]
+
+
+def _check_listed(metric: str) -> None:
+    if _direction(metric) == "none" and metric not in UNDIRECTED:
         raise StedgeError(
             f"metric {metric!r} is not classified (classified metrics: "
             f"{', '.join(classified_metrics())})"
         )
-    if not comparable or not _usable(old) or not _usable(new):
-        return ChangeKind.NOT_COMPARABLE
-    assert old is not None and new is not None
-    if direction == "none":
-        return ChangeKind.CHANGED if beyond_band(old, new, band) else ChangeKind.UNCHANGED
-    if old_ok is True and new_ok is False:
-        return ChangeKind.NEWLY_FAILING
-    if old_ok is False and new_ok is True:
-        return ChangeKind.FIXED
-    if not beyond_band(old, new, band):
-        return ChangeKind.UNCHANGED
-    worse = new > old if direction == "lower" else new < old
-    return ChangeKind.REGRESSED if worse else ChangeKind.IMPROVED
+
+
+def _value(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _ok_code(ok: bool | None) -> int:
+    return NO_EXPECTATION if ok is None else MET if ok else MISSED
 
 
 # Listed although neither direction is better: a change in the HW/EC split of the epochs is
@@ -143,13 +153,17 @@ def within_rounding(
     """``kind``, or UNCHANGED when a regression/improvement is no larger than the rounding of
     the figures: a report that prints ``1.262 MB`` knows the bytes only to ±524, so a move
     of 300 B between two such reports (``precision:<metric>`` on either side) is no change.
+    (:func:`.classify.classify_arrays` applies the same rule; this is its scalar form.)
     """
     if kind not in (ChangeKind.REGRESSED, ChangeKind.IMPROVED) or old is None or new is None:
         return kind
-    slack = base_metrics.get(PRECISION_PREFIX + metric, 0.0) + head_metrics.get(
-        PRECISION_PREFIX + metric, 0.0
-    )
+    slack = _slack(metric, base_metrics, head_metrics)
     return ChangeKind.UNCHANGED if slack > 0 and abs(new - old) <= slack else kind
+
+
+def _slack(metric: str, base: Mapping[str, float], head: Mapping[str, float]) -> float:
+    """The rounding of both sides' figure of ``metric`` (0 when both are exact)."""
+    return base.get(PRECISION_PREFIX + metric, 0.0) + head.get(PRECISION_PREFIX + metric, 0.0)
 
 
 def _direction(metric: str) -> str:
@@ -185,25 +199,28 @@ def compare_results(
     """
     base_ok = base_ok or {}
     head_ok = head_ok or {}
-    changes = []
     listed = set(classified_metrics())
-    for metric in sorted(set(base_metrics) | set(head_metrics)):
-        if metric not in listed:
-            continue
-        band_text = band_for(metric, bands, default_band, metric_bands)
-        band = parse_band(band_text)
-        old = base_metrics.get(metric)
-        new = head_metrics.get(metric)
-        raw = classify(
-            metric,
-            old,
-            new,
-            band=band,
-            comparable=comparable,
-            old_ok=base_ok.get(metric),
-            new_ok=head_ok.get(metric),
-        )
-        kind = within_rounding(raw, metric, old, new, base_metrics, head_metrics)
+    names = [m for m in sorted(set(base_metrics) | set(head_metrics)) if m in listed]
+    if not names:
+        return []
+    band_texts = [band_for(m, bands, default_band, metric_bands) for m in names]
+    parsed = [parse_band(text) for text in band_texts]
+    olds = [base_metrics.get(m) for m in names]
+    news = [head_metrics.get(m) for m in names]
+    kinds, rounded = classify_arrays(
+        [direction_code(_direction(m)) for m in names],
+        [_value(v) for v in olds],
+        [_value(v) for v in news],
+        allowed=[b.allowed(v) if v is not None and _usable(v) else 0.0 for b, v in zip(parsed, olds)],
+        comparable=comparable,
+        old_ok=[_ok_code(base_ok.get(m)) for m in names],
+        new_ok=[_ok_code(head_ok.get(m)) for m in names],
+        slack=[_slack(m, base_metrics, head_metrics) for m in names],
+    )
+    changes = []
+    for i, metric in enumerate(names):
+        old, new, band = olds[i], news[i], parsed[i]
+        kind = KIND_ORDER[int(kinds[i])]
         delta = delta_pct = None
         outside = False
         if _usable(old) and _usable(new):
@@ -222,7 +239,7 @@ def compare_results(
             why = "met its expectation in base, misses it in head"
         elif kind is ChangeKind.FIXED:
             why = "missed its expectation in base, meets it in head"
-        elif kind is not raw:
+        elif rounded[i]:
             why = "within the rounding of the figures the reports print"
         spec = METRICS[metric]
         changes.append(
@@ -235,7 +252,7 @@ def compare_results(
                 delta=delta,
                 delta_pct=delta_pct,
                 kind=kind,
-                band=str(band_text),
+                band=str(band_texts[i]),
                 beyond_band=outside,
                 unit=spec.unit,
                 direction=spec.direction,

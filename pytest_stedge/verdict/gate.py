@@ -34,6 +34,7 @@ class Baseline:
     model_sha256: str | None
     options_hash: str | None
     run_id: int | None = None
+    options: list[str] | None = None  # the stated options (Result ``options``), when known
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for xdist workers)."""
@@ -88,7 +89,7 @@ def judge(
         command line stated); default: the case's.
     :param metric_bands: per-metric default bands (None: the noisy metrics' built-in ones).
     """
-    bounds = case.bounds_for(stage)
+    bounds = case.bounds_for(stage, metrics)
     verdict = Verdict(misses=check(bounds, metrics))
     if baseline is not None and version is not None and version != baseline.version:
         comparable = (
@@ -105,29 +106,36 @@ def judge(
             comparable=comparable,
             bands=case.baseline,
             default_band=default_band,
-            base_ok=expectation_flags(bounds, baseline.metrics),
+            base_ok=expectation_flags(case.bounds_for(stage, baseline.metrics), baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
-            note="" if comparable else _why_not_comparable(baseline, model_sha256, options_hash or case.options_hash()),
+            note="" if comparable else _why_not_comparable(
+                baseline, model_sha256, options_hash or case.options_hash(), result, version
+            ),
             metric_bands=metric_bands,
         )
         kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
         verdict.failing_changes = [c for c in verdict.changes if c.kind in kinds]
     if registry is not None and len(registry) and stage != "oracle":
-        env = signature_env(result, stage=stage, version=version, metrics=metrics)
+        env = signature_env(result, stage=stage, version=version, metrics=metrics,
+                            target=case.target)
         verdict.findings = [
             f.to_row()
-            for f in registry.evaluate(env, case_name=case.name, case_bugs=case.bugs, version=version)
+            for f in registry.evaluate(env, case_name=case.name, case_bugs=case.bugs,
+                                       version=version, markers=case.markers)
         ]
     return verdict
 
 
-def _why_not_comparable(baseline: Baseline, model_sha256: str | None, options_hash: str) -> str:
-    reasons = []
-    if baseline.model_sha256 != model_sha256:
-        reasons.append("model differs")
-    if baseline.options_hash != options_hash:
-        reasons.append("options differ")
-    return f"{' and '.join(reasons) or 'model or options differ'} from {baseline.version}"
+def _why_not_comparable(
+    baseline: Baseline, model_sha256: str | None, options_hash: str, result: Result, version: str
+) -> str:
+    from .identity import not_comparable_reason
+
+    base = {"model_sha256": baseline.model_sha256, "options_hash": baseline.options_hash,
+            "options": baseline.options, "version": baseline.version}
+    head = {"model_sha256": model_sha256, "options_hash": options_hash,
+            "options": result.get("options"), "version": version}
+    return not_comparable_reason(base, head) or "model or options differ"
 
 
 def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
@@ -164,18 +172,33 @@ def failure_message(title: str, verdict: Verdict, *, update_hint: bool) -> str:
 
 
 def explaining_bug(registry: BugRegistry | None, verdict: Verdict, version: str | None) -> Bug | None:
-    """A known bug that affects ``version`` and whose signature matched this item."""
+    """A known bug that affects ``version``, whose evidence this item is (a reproducer, or in
+    the bug's scope) and whose signature matched it. A signature that merely matches on
+    another model is a similar signature: it explains nothing, the failure stays a failure."""
     if registry is None or version is None:
         return None
-    # a bug this case reproduces explains it before a signature that merely matches here
-    ranked = sorted(verdict.findings, key=lambda f: not (f.get("evidence") or {}).get("reproducer"))
-    for finding in ranked:
-        if finding["status"] != "reproduced":
+    for finding in verdict.findings:
+        if finding["status"] != "reproduced" or not (finding.get("evidence") or {}).get("reproducer"):
             continue
         bug = registry.get(finding["bug_id"])
         if bug is not None and bug.affects(version) is True:
             return bug
     return None
+
+
+def similar_lines(registry: BugRegistry | None, verdict: Verdict) -> list[str]:
+    """For a failure no bug explains: the known bugs whose signature matched this item
+    although it is not their evidence (a lead, never an explanation)."""
+    if registry is None:
+        return []
+    out = []
+    for finding in verdict.findings:
+        evidence = finding.get("evidence") or {}
+        bug = registry.get(finding["bug_id"])
+        if bug is not None and finding["status"] == "reproduced" and not evidence.get("reproducer"):
+            out.append(f"similar signature to known bug {bug.id} ({bug.title}); this case is "
+                       "not its reproducer, so the failure stands")
+    return out
 
 
 def looks_fixed(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .bands import parse_band
-from .compare import DiffReport, compare_results, expectation_flags
+from .bands import BandSettings, parse_band
+from .compare import DiffReport, MetricChange, compare_results, expectation_flags
 
 if TYPE_CHECKING:
     from ..case.model import Case
@@ -80,6 +80,7 @@ def diff_store(
             item["metrics"][row["metric"]] = float(row["value"])
     pairs = sorted({(c, s) for c, s, _ in items})
     report = DiffReport(base=base, head=head)
+    untold: list[tuple[str, str, int]] = []  # not comparable: (case, stage, first change)
     for case_name, stage in pairs:
         old = items.get((case_name, stage, base))
         new = items.get((case_name, stage, head))
@@ -89,41 +90,85 @@ def diff_store(
         if new is None:
             report.only_base.append((case_name, stage))
             continue
-        comparable, note = _comparable(old, new)
+        if not _comparable(old, new):
+            untold.append((case_name, stage, len(report.changes)))
         case = (cases or {}).get(case_name)
-        bands: Mapping[str, str] = {}
-        if bands_by_case and case_name in bands_by_case:
-            bands = bands_by_case[case_name]
-        elif case is not None:
-            bands = case.baseline
-        base_ok = head_ok = None
-        if case is not None:
-            bounds = case.bounds_for(stage)
-            base_ok = expectation_flags(bounds, old["metrics"])
-            head_ok = expectation_flags(bounds, new["metrics"])
-        report.changes += compare_results(
-            case_name,
-            stage,
-            old["metrics"],
-            new["metrics"],
-            comparable=comparable,
-            bands=bands,
-            default_band=default_band,
-            base_ok=base_ok,
-            head_ok=head_ok,
-            note=note,
-            metric_bands=metric_bands,
+        own = bands_by_case.get(case_name) if bands_by_case else None
+        report.changes += compare_items(
+            case_name, stage, old, new, case=case,
+            bands=BandSettings(default_band, metric_bands), case_bands=own,
         )
+    _say_why(store, report, items, untold)
     return report
 
 
-def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[bool, str]:
+def compare_items(
+    case_name: str,
+    stage: str,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    case: Case | None,
+    bands: BandSettings,
+    case_bands: Mapping[str, str] | None = None,
+    note: str = "",
+) -> list[MetricChange]:
+    """Every metric change between two stored items of one (case, stage): the pair of
+    ``stedge diff`` and of the run report's changes.
+
+    :param old: ``{model_sha256, options_hash, metrics}`` of the base item.
+    :param case: the corpus case (its ``[baseline]`` bands and ``[expect]`` bounds), if known.
+    :param case_bands: bands that replace the case's own.
+    :param note: why the pair does not compare, when it does not.
+    """
+    bands_of: Mapping[str, str] = case_bands if case_bands is not None else (
+        case.baseline if case is not None else {})
+    base_ok = head_ok = None
+    if case is not None:
+        base_ok = expectation_flags(case.bounds_for(stage, old["metrics"]), old["metrics"])
+        head_ok = expectation_flags(case.bounds_for(stage, new["metrics"]), new["metrics"])
+    return compare_results(
+        case_name,
+        stage,
+        old["metrics"],
+        new["metrics"],
+        comparable=_comparable(old, new),
+        bands=bands_of,
+        default_band=bands.default_band,
+        base_ok=base_ok,
+        head_ok=head_ok,
+        note=note,
+        metric_bands=bands.metric_bands,
+    )
+
+
+def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Same model and options on both sides; an unknown identity is not assumed equal."""
-    reasons = []
-    for key, label in (("model_sha256", "model sha256"), ("options_hash", "options hash")):
-        a, b = old.get(key), new.get(key)
-        if not a or not b:
-            reasons.append(f"{label} unknown")
-        elif a != b:
-            reasons.append(f"{label} differs")
-    return (not reasons, ", ".join(reasons))
+    from .identity import comparable
+
+    return comparable(old, new)
+
+
+def _say_why(
+    store: Store, report: DiffReport, items: Mapping[tuple[str, str, str], dict[str, Any]],
+    untold: Sequence[tuple[str, str, int]],
+) -> None:
+    """Put on each change of a pair that does not compare why, in words: the model's two
+    hashes, or the options that differ (read from the two items' Results)."""
+    from ..store.queries import stated_options
+    from .identity import not_comparable_reason
+
+    if not untold:
+        return
+    options = stated_options(store, [report.base, report.head], sorted({c for c, _s, _i in untold}))
+    ends = [i for _c, _s, i in untold[1:]] + [len(report.changes)]
+    for (case_name, stage, first), end in zip(untold, ends):
+        sides = []
+        for version in (report.base, report.head):
+            item = items[(case_name, stage, version)]
+            sides.append({**item, "version": version,
+                          "options": options.get((case_name, stage, version))})
+        why = not_comparable_reason(sides[0], sides[1])
+        for change in report.changes[first:end]:
+            if change.case_name == case_name and change.stage == stage:
+                change.note = why
