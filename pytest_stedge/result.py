@@ -23,7 +23,9 @@ diff and the gate never call a change inside the rounding a regression.
 Also: ``epochs.ec_blobs`` (epoch-controller blobs the run compiled); ``epochs.list[].blob``
 (an EC blob of a c_info whose epochs the file does not list); ``run.service_dir``
 (Developer Cloud's ``rootDir-<uuid>``: the files of one run name the same one);
-``memory.pools[].user_allocated`` (an I/O buffer pool the application allocates).
+``memory.pools[].user_allocated`` (an I/O buffer pool the application allocates);
+``provenance`` (a replayed public run: its repository and files, each with its URL,
+commit and md5, as ``recordings.json`` states them).
 
 ``memory.activations_bytes`` is the activation memory the tool allocates: user-allocated
 I/O buffers are in ``io_bytes``, not in it, as c_info ``memory_footprint``, report.json

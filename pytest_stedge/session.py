@@ -26,6 +26,7 @@ from .state import WORKERINPUT_KEY, StedgeState
 from .store.database import DEFAULT_PATH, Store
 from .store.journal import Journal, merge_stopped
 from .store.location import Location, display, is_server, parse_location
+from .store.placement_reads import version_placements
 from .store.rows import ItemRow, run_label
 from .store.writer import SessionWriter, WriteReport
 
@@ -68,6 +69,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     config.pluginmanager.register(controller, "stedge-controller")
     recordings: list[dict[str, Any]] = []
     baseline_rows: list[dict[str, Any]] = []
+    baseline_placement: dict[tuple[str, str], Any] = {}
     stored_versions: list[str] = []
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
@@ -80,12 +82,15 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
             recordings = controller.store.recordings()
             if state.baselines.version:
                 baseline_rows = controller.store.metric_rows(versions=[state.baselines.version])
+                baseline_placement = version_placements(controller.store, state.baselines.version)
                 stored_versions = controller.store.versions()
     except StoreError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.setup(discovery, recordings, None)
     if state.baselines.version and not config.option.collectonly:
         _load_baseline(state, baseline_rows, stored_versions, controller.path)
+        for key, base in state.baselines.stored.items():
+            base.placement = baseline_placement.get(key)
     if controller.store is not None:
         try:
             controller.begin_run(state.toolchains.versions)
@@ -232,6 +237,10 @@ class StedgeController:
         if row.changes and row.version:
             base = row.baseline_version or str(self.state.baselines.version)
             self.summary.changes.setdefault((base, row.version), []).extend(row.changes)
+        if row.placement_moves and row.version:
+            base = row.baseline_version or str(self.state.baselines.version)
+            self.summary.placement.setdefault((base, row.version), []).append(
+                {"case_name": row.case_name, "stage": row.stage, **row.placement_moves})
         if row.update:
             self._apply_update(row)
         if row.outcome in ("failed", "error"):

@@ -22,6 +22,7 @@ from .case.model import Case
 from .case.models import ModelFacts
 from .case.scan import PathCache
 from .errors import CaseError
+from .parsers.epoch_kinds import op_counts
 from .result import flat_metrics
 from .steps import GateInputs, OracleInputs, StageInputs, attach_oracle
 from .tool.discovery import Discovery
@@ -235,6 +236,7 @@ class StedgeState:
             metrics=flat_metrics(result),
             model_sha256=previous["model_sha256"],
             options_hash=previous["options_hash"],
+            placement=op_counts(result.get("epochs")),
         )
 
     def to_workerinput(self) -> dict[str, Any]:

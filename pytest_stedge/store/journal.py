@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 SUFFIX = ".jsonl"
 RESERVE_BYTES = 8 << 20
 _KEEP_SIZE = 1  # FALLOC_FL_KEEP_SIZE
-_NOT_STORED = ("changes", "update", "baseline_version")  # ItemRow fields the store never holds
+_NOT_STORED = ("changes", "update", "baseline_version", "placement_moves")  # ItemRow fields the store never holds
 
 
 _ROW_FIELDS = set(ItemRow.__dataclass_fields__)
