@@ -35,7 +35,7 @@ class MoveRow:
     stage: str = field(metadata=_h("stage"))
     sw: str = field(metadata=_h("software epochs naming the operator, base → head"))
     hybrid: str = field(metadata=_h("hybrid (??) epochs naming the operator, base → head"))
-    note: str = field(default="", metadata=_h("why the pair is not comparable (the gate's reason), empty when it is"))
+    note: str = field(default="", metadata=_h("why the pair is not comparable (the gate's reason), and epochs that name no operator; empty when neither"))
 
 
 @dataclass
@@ -104,7 +104,9 @@ def move_group(base: str, head: str, changes: Iterable[Mapping[str, Any]],
                 case_href=case_href(c["case_name"], c["stage"]), stage=c["stage"],
                 sw=f"{c['base']['sw']} → {c['head']['sw']}",
                 hybrid=f"{c['base']['hybrid']} → {c['head']['hybrid']}",
-                note="" if c["comparable"] else (c["note"] or "model or options differ"))
+                note="; ".join(n for n in (
+                    "" if c["comparable"] else "not comparable: " + (c["note"] or "model or options differ"),
+                    c.get("unnamed", "")) if n))
         for g in groups for c in g["cases"]
     ]
     return MoveGroup(base=base, head=head, anchor=slug(f"{base}\0{head}", "moves-"), rows=rows,
@@ -154,27 +156,53 @@ def _identity(row: EpochRow) -> dict[str, Any]:
             "epochs": row.epochs}
 
 
+class MoveSeries:
+    """The moves between consecutive stored versions of each (case, stage), fed the
+    items sorted by case and stage (as
+    :func:`~pytest_stedge.store.placement_reads.epoch_rows` yields them); only the
+    current (case, stage)'s operator counts are held."""
+
+    def __init__(self, order: Mapping[str, int]) -> None:
+        self.order = order
+        self.moves: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._key: tuple[str, str] | None = None
+        self._series: list[tuple[str, dict[str, Any]]] = []  # (version, identity)
+
+    def add(self, row: EpochRow) -> None:
+        """One stored item."""
+        from pytest_stedge.parsers.epoch_kinds import op_counts
+
+        if (row.case_name, row.stage) != self._key:
+            self._flush()
+            self._key = (row.case_name, row.stage)
+        self._series.append((row.version, {"model_sha256": row.model_sha256,
+                                           "options_hash": row.options_hash,
+                                           "counts": op_counts(row.epochs)}))
+
+    def finish(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """(base, head) -> the moves of every (case, stage) between them."""
+        self._flush()
+        return self.moves
+
+    def _flush(self) -> None:
+        from pytest_stedge.verdict.placement import counted_moves
+
+        if self._key is None:
+            return
+        case_name, stage = self._key
+        self._series.sort(key=lambda vi: self.order.get(vi[0], -1))
+        for (base, old), (head, new) in itertools.pairwise(self._series):
+            change = counted_moves(case_name, stage, old, new)
+            if change is not None:
+                self.moves.setdefault((base, head), []).append(change)
+        self._series = []
+
+
 def release_moves(rows: Iterable[EpochRow], order: Mapping[str, int]
                   ) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """For the changes page: per pair of consecutive stored versions of each (case,
-    stage), the operators that moved (rows sorted by case and stage, as
-    :func:`~pytest_stedge.store.placement_reads.epoch_rows` yields them)."""
-    from pytest_stedge.verdict.placement import pair_moves
-
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    series: list[EpochRow] = []
-
-    def flush() -> None:
-        series.sort(key=lambda r: order.get(r.version, -1))
-        for old, new in itertools.pairwise(series):
-            change = pair_moves(new.case_name, new.stage, _identity(old), _identity(new))
-            if change is not None:
-                out.setdefault((old.version, new.version), []).append(change)
-        series.clear()
-
+    stage), the operators that moved (rows sorted by case and stage)."""
+    series = MoveSeries(order)
     for row in rows:
-        if series and (series[0].case_name, series[0].stage) != (row.case_name, row.stage):
-            flush()
-        series.append(row)
-    flush()
-    return out
+        series.add(row)
+    return series.finish()

@@ -4,7 +4,9 @@ Layout under the output folder (publishable as-is, e.g. on GitHub Pages)::
 
     index.html          overview: runs, bugs, cases
     matrix.html         bugs (rows) x toolchain versions (columns)
-    changes.html        every regression and improvement between consecutive versions
+    changes.html        every regression and improvement between consecutive versions, and
+                        the operators moved between the NPU and the Cortex-M55
+    atlas.html          operator x version: where each operator ran in the stored runs
     bugs/<slug>.html    one page per bug: registry entry, reproducers' figures, history
     cases/<slug>.html   one page per case: its metrics across versions, as charts
 
@@ -36,6 +38,8 @@ from .case_pages import write_case
 from .data import FindingView, _h, slug, sorted_versions
 from .findings import STATUS_TEXT
 from .history import Change, case_histories, case_history, case_table, release_changes
+from .placement_views import MoveGroup
+from .site_placement import read_placement, write_atlas
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
@@ -118,17 +122,23 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
         write_bug(render, out, row, findings, versions, order, started, case_pages, figures)
     del found
 
+    # the stored epoch tables, read once: the atlas, each case's SW/hybrid rows, the moves
+    placement = read_placement(store, order, case_pages)
+    write_atlas(render, out, placement.atlas)
+
     # case pages, one at a time from the store's columns
     listed: list[tuple[str, str, str, str]] = []
     for history in case_histories(cases):
         file = case_pages[history.name]
-        write_case(out, history, file, seen.get(history.name, {}), pages)
+        write_case(out, history, file, seen.get(history.name, {}), pages,
+                   placement.kinds.get(history.name, ()))
         newest = int(history.version[-1])  # rows by version then stage: the last is newest
         listed.append((history.name, file, versions[newest], history.outcome[-1]))
 
     changes, counts = release_changes(store, cases, keep=CHANGES_SHOWN)
     del cases
-    pairs = _write_changes(render, out, changes, counts, case_pages, order)
+    pairs = _write_changes(render, out, changes, counts, case_pages, order,
+                           placement.move_groups(order, case_pages))
     matrix = [rows[b.id] for b in bugs]
     render(
         "matrix.html.j2", out / "matrix.html", rows=matrix, versions=versions,
@@ -147,7 +157,7 @@ def write_site(store: Store, out: Path, *, bugs_dir: Path | None) -> Path:
 
 def _write_changes(
     render: Any, out: Path, changes: Sequence[Change], counts: Mapping[tuple[str, str, str], int],
-    case_pages: Mapping[str, str], order: Mapping[str, int],
+    case_pages: Mapping[str, str], order: Mapping[str, int], moves: Sequence[MoveGroup] = (),
 ) -> list[tuple[str, str, int, int, int]]:
     """changes.html: per pair of consecutive versions, regressions then improvements
     (largest first), then what moved but cannot be compared."""
@@ -190,5 +200,5 @@ def _write_changes(
             ))
         summary.append((base, head, *tally))
     render("changes.html.j2", out / "changes.html", groups=sections, pairs=summary,
-           title="Changes between releases", root="")
+           moves=list(moves), title="Changes between releases", root="")
     return summary  # type: ignore[return-value]

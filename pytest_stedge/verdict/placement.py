@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.parsers.epoch_kinds import (
     MOVE_KINDS,
+    UNNAMED,
     format_moves,
     moves_between,
     op_counts,
@@ -37,14 +38,34 @@ def pair_moves(case_name: str, stage: str, base: Mapping[str, Any], head: Mappin
     ``options_hash`` and the Result's ``epochs`` each), or None when nothing moved.
 
     ``comparable`` and ``note`` are the gate's (:func:`.store_diff._comparable`)."""
+    return counted_moves(case_name, stage, {**base, "counts": op_counts(base.get("epochs"))},
+                         {**head, "counts": op_counts(head.get("epochs"))})
+
+
+def counted_moves(case_name: str, stage: str, base: Mapping[str, Any], head: Mapping[str, Any]
+                  ) -> dict[str, Any] | None:
+    """:func:`pair_moves` of two items whose epochs are already ``counts``
+    (:func:`op_counts`)."""
     from .store_diff import _comparable
 
-    moves = moves_between(op_counts(base.get("epochs")), op_counts(head.get("epochs")))
+    moves = moves_between(base.get("counts"), head.get("counts"))
     if not moves:
         return None
     comparable, note = _comparable(base, head)
     return {"case_name": case_name, "stage": stage, "comparable": comparable, "note": note,
-            "moves": moves}
+            "unnamed": unnamed_note(base.get("counts"), head.get("counts")), "moves": moves}
+
+
+def unnamed_note(base: dict[str, dict[str, int]] | None,
+                 head: dict[str, dict[str, int]] | None) -> str:
+    """Say when a side's table names no operator for some SW/hybrid epochs (a 2.x ``??``
+    row without its c_info): a move beside them may be a naming, not a placement."""
+    parts = []
+    for side, counts in (("base", base), ("head", head)):
+        n = sum((counts or {}).get(UNNAMED, {}).values())
+        if n:
+            parts.append(f"{side}: {n} SW/hybrid epoch{'s' if n != 1 else ''} name no operator")
+    return "; ".join(parts)
 
 
 def store_placement_changes(store: Store, base: str, head: str,
@@ -72,6 +93,8 @@ def format_placement_changes(changes: list[dict[str, Any]], base: str, head: str
     for change in changes:
         note = "" if change["comparable"] else \
             f"  (not comparable: {change.get('note') or 'model or options differ'})"
+        if change.get("unnamed"):
+            note += f"  ({change['unnamed']})"
         lines.append(f"  {change['case_name']} {change['stage']}{note}")
         lines.extend(f"    {line}" for line in format_moves(change["moves"]))
     return lines
@@ -88,6 +111,7 @@ def moves_by_operator(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, An
                 "case_name": change["case_name"], "stage": change["stage"],
                 "base": move["base"], "head": move["head"],
                 "comparable": bool(change["comparable"]), "note": change.get("note", ""),
+                "unnamed": change.get("unnamed", ""),
             })
     out = []
     for (kind, op), cases in sorted(groups.items(),
@@ -106,6 +130,8 @@ def format_by_operator(groups: list[dict[str, Any]], limit: int = 8) -> list[str
         for case in group["cases"][:limit]:
             note = "" if case["comparable"] else ", not comparable: " + (
                 case["note"] or "model or options differ")
+            if case.get("unnamed"):
+                note += f", {case['unnamed']}"
             shown.append(f"{case['case_name']} {case['stage']} (SW {case['base']['sw']} -> "
                          f"{case['head']['sw']}, hybrid {case['base']['hybrid']} -> "
                          f"{case['head']['hybrid']}{note})")
@@ -119,7 +145,9 @@ def baseline_moves(placement: dict[str, dict[str, int]] | None, result: Mapping[
                    comparable: bool, note: str) -> dict[str, Any] | None:
     """An item's moves against its baseline's ``placement`` (:func:`op_counts` of the
     baseline's Result), with the gate's comparability; None when nothing moved."""
-    moves = moves_between(placement, op_counts(result.get("epochs")))
+    counts = op_counts(result.get("epochs"))
+    moves = moves_between(placement, counts)
     if not moves:
         return None
-    return {"comparable": comparable, "note": note, "moves": moves}
+    return {"comparable": comparable, "note": note, "unnamed": unnamed_note(placement, counts),
+            "moves": moves}
