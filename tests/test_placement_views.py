@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 def _text(page: Path) -> str:
     """The page's visible text, tags dropped, entities decoded, spaces collapsed."""
     raw = page.read_text(encoding="utf-8")
-    raw = re.sub(r"<(style|script)\b.*?</\1>", " ", raw, flags=re.S)
+    raw = re.sub(r"<(style|script)\b.*?</\1>", " ", raw, flags=re.DOTALL)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", raw)))
 
 
@@ -78,8 +78,8 @@ def _atlas_cells(site: Path) -> dict[str, list[str]]:
     table = raw[raw.index('<table class="sortable atlas"'):raw.index("</table>")]
     heads = [html.unescape(h) for h in re.findall(r"<th>([^<]*)</th>", table)]
     out = {"": heads[1:]}
-    for row in re.findall(r"<tr><td><b>(.*?)</b></td>(.*?)</tr>", table, flags=re.S):
-        cells = re.findall(r"<td[^>]*>(.*?)</td>", row[1], flags=re.S)
+    for row in re.findall(r"<tr><td><b>(.*?)</b></td>(.*?)</tr>", table, flags=re.DOTALL):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row[1], flags=re.DOTALL)
         out[html.unescape(row[0])] = [
             re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", c))).strip() for c in cells]
     return out
