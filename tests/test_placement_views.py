@@ -277,7 +277,7 @@ def test_unnamed_hybrid_epochs_never_read_as_a_move() -> None:
                                              "counts": op_counts(text_only)},
                            {"model_sha256": "m", "options_hash": "o", "counts": op_counts(both)})
     assert change is not None
-    assert change["unnamed"] == "base: 1 SW/hybrid epoch name no operator"
+    assert change["unnamed"] == "base: 1 SW/hybrid epoch names no operator"
     # no epoch table on one side: nothing can have moved
     assert placement_moves(None, both) == [] and placement_moves(both, {}) == []
 

@@ -64,7 +64,8 @@ def unnamed_note(base: dict[str, dict[str, int]] | None,
     for side, counts in (("base", base), ("head", head)):
         n = sum((counts or {}).get(UNNAMED, {}).values())
         if n:
-            parts.append(f"{side}: {n} SW/hybrid epoch{'s' if n != 1 else ''} name no operator")
+            parts.append(f"{side}: {n} SW/hybrid epoch{'s name' if n != 1 else ' names'} "
+                         "no operator")
     return "; ".join(parts)
 
 
