@@ -98,11 +98,11 @@ print(json.dumps({"code": code, "marks": marks}), file=sys.stderr)
 """
 
 
-def _child(argv: list[str]) -> tuple[float, float, str]:
+def _child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Wall and CPU seconds of one child process, and its stderr."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stderr
@@ -111,21 +111,29 @@ def _child(argv: list[str]) -> tuple[float, float, str]:
 def command_phases(model: Path, count: int, rounds: int) -> None:
     """``stedge oracle MODEL --version`` as a user runs it, and its parts, in alternating
     rounds (every side sees the same load): a bare interpreter, ``import onnx`` alone,
-    the whole command, and a child that times its phases from inside. Medians of wall
-    and CPU seconds; on a loaded machine CPU is the steadier figure."""
+    the whole command (with bytecode cached, and without: PYTHONDONTWRITEBYTECODE=1
+    compiles every module on every run), and a child that times its phases from inside.
+    Medians of wall and CPU seconds; on a loaded machine CPU is the steadier figure."""
     py = sys.executable
+    command = [py, "-m", "pytest_stedge.cli.main", "oracle", str(model), "--version", "2.2.0"]
+    # bytecode cached, as an installed package runs (pip compiles it): a cache folder of
+    # its own, filled by a first round that is not counted
+    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = str(model.parent / "pycache")
+    uncached = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     sides: dict[str, list[tuple[float, float]]] = {}
     phases: dict[str, list[tuple[float, float]]] = {}
+    _child([py, "-c", _PHASES, str(model)], cached)
     for _ in range(rounds):
-        for name, argv in (
-            ("python -c pass (interpreter start-up)", [py, "-c", "pass"]),
-            ("python -c 'import onnx'", [py, "-c", "import onnx"]),
-            (f"stedge oracle {count}-node model --version 2.2.0 (whole process)",
-             [py, "-m", "pytest_stedge.cli.main", "oracle", str(model), "--version", "2.2.0"]),
+        for name, argv, env in (
+            ("python -c pass (interpreter start-up)", [py, "-c", "pass"], cached),
+            ("python -c 'import onnx'", [py, "-c", "import onnx"], cached),
+            (f"stedge oracle {count}-node model --version 2.2.0 (whole process)", command, cached),
+            ("  the same, no bytecode cache (every module compiled)", command, uncached),
         ):
-            wall, cpu, _ = _child(argv)
+            wall, cpu, _ = _child(argv, env)
             sides.setdefault(name, []).append((wall, cpu))
-        _, _, err = _child([py, "-c", _PHASES, str(model)])
+        _, _, err = _child([py, "-c", _PHASES, str(model)], cached)
         marks = json.loads(err.strip().splitlines()[-1])["marks"]
         for previous, mark in itertools.pairwise(marks):
             phases.setdefault(mark[0], []).append((mark[1] - previous[1], mark[2] - previous[2]))
