@@ -197,12 +197,3 @@ class MoveSeries:
                 self.moves.setdefault((base, head), []).append(change)
         self._series = []
 
-
-def release_moves(rows: Iterable[EpochRow], order: Mapping[str, int]
-                  ) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """For the changes page: per pair of consecutive stored versions of each (case,
-    stage), the operators that moved (rows sorted by case and stage)."""
-    series = MoveSeries(order)
-    for row in rows:
-        series.add(row)
-    return series.finish()
