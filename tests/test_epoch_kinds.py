@@ -90,6 +90,10 @@ def test_explain_edges() -> None:
     many = _epochs(*((i, "hybrid", ["Split"]) for i in range(1, 15)), hybrid=14)
     assert explain(many)[0] == (f"hybrid ops: Split (epoch 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, "
                                 f"12 ... (+2)): {HYBRID_TEXT}")
+    # exactly 12 (yolov11n 4.0.1 has 12 hybrid epochs): all listed, no "(+0)"
+    twelve = _epochs(*((i, "hybrid", ["Split"]) for i in range(1, 13)), hybrid=12)
+    assert explain(twelve)[0] == (f"hybrid ops: Split (epoch 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, "
+                                  f"11, 12): {HYBRID_TEXT}")
 
 
 def test_ops_by_kind_strips_the_printed_form_and_keeps_order_of_ids() -> None:
@@ -98,6 +102,9 @@ def test_ops_by_kind_strips_the_printed_form_and_keeps_order_of_ids() -> None:
     split = ops_by_kind(epochs)
     assert split == {"sw": ["Add", "Sub"], "hybrid": ["Concat"], "sw_epochs": [3, 1, 6],
                      "hybrid_epochs": [5]}
+    # only a trailing "(...)" is the printed form: other brackets stay part of the name
+    odd = ops_by_kind(_epochs((1, "sw", ["Pad(x) y", "Op)"])))
+    assert odd["sw"] == ["Op)", "Pad(x) y"]
 
 
 def test_op_counts_count_epochs_not_mentions_and_name_the_gaps() -> None:
@@ -147,6 +154,9 @@ def test_summary_lines_put_prediction_and_validation_beside_the_epochs() -> None
     assert only_sw == ["software and hybrid epochs (Cortex-M55):",
                        "  c: SW 2 (operators not printed); validation 3 ms"]
     assert summary_lines([("c", {})]) == []
+    # an item with nothing off the NPU before one with: the later one is still listed
+    assert summary_lines([("idle", {"epochs": {"hw": 3}}), ("c", {"epochs": {"sw": 1}})]) == [
+        "software and hybrid epochs (Cortex-M55):", "  c: SW 1 (operators not printed)"]
     assert summary_lines([("c", {"epochs": {"hybrid": 1}})])[1] == "  c: hybrid ?? 1 (not named)"
 
 
