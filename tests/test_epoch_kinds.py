@@ -225,3 +225,24 @@ def test_baseline_moves_and_unnamed_note() -> None:
     assert unnamed_note({UNNAMED: {"sw": 2, "hybrid": 1}}, {}) == (
         "base: 3 SW/hybrid epochs name no operator")
     assert unnamed_note(None, None) == ""
+
+
+def test_store_pairs_without_a_result_on_either_side_are_skipped(tmp_path: Path) -> None:
+    from pytest_stedge.store.database import Store
+    from pytest_stedge.store.rows import ItemRow
+    from pytest_stedge.verdict.placement import store_placement_changes
+
+    epochs = {"a": _epochs((1, "sw", ["A"]), sw=1), "b": _epochs((1, "hw", ["A"]), hw=1)}
+    with Store.open(tmp_path / "db.duckdb") as store:
+        for version, results in (("1.0", {"kept": epochs["a"], "lost": epochs["a"]}),
+                                 ("2.0", {"kept": epochs["b"], "lost": None})):
+            run = store.begin_run(argv=["pytest"], versions=[version])
+            store.add_items(run, [ItemRow(
+                nodeid=f"{case}[{version}]", case_name=case, stage="generate", version=version,
+                outcome="failed" if e is None else "passed", model_sha256="m", options_hash="o",
+                result=None if e is None else {"epochs": e}) for case, e in results.items()])
+            store.finish_run(run, status="passed", exitstatus=0)
+        changes = store_placement_changes(store, "1.0", "2.0", [
+            ("kept", "generate"), ("lost", "generate"), ("absent", "generate")])
+    assert [(c["case_name"], [m["kind"] for m in c["moves"]]) for c in changes] == [
+        ("kept", ["to hardware"])]

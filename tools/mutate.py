@@ -92,7 +92,8 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "placement": (
         "pytest_stedge/oracle/placement.py",
-        ["tests/test_placement_attributes.py", "tests/test_placement.py"],
+        ["tests/test_placement_plan.py", "tests/test_placement_attributes.py",
+         "tests/test_placement.py"],
     ),
     "placement_attributes": (
         "pytest_stedge/oracle/placement_attributes.py",
