@@ -57,8 +57,8 @@ def test_yolov8n_software_and_hybrid_operators_apart() -> None:
     }
     assert explain(epochs) == [
         f"SW ops: DequantizeLinear, QuantizeLinear, Softmax, Sub ({SOFTWARE_TEXT})",
-        "hybrid ops: Concat, DepthToSpace, Transpose (epoch 52, 53, 62, 64, 94, 108, 111, "
-        f"113): {HYBRID_TEXT}",
+        ("hybrid ops: Concat, DepthToSpace, Transpose (epoch 52, 53, 62, 64, 94, 108, 111, "
+        f"113): {HYBRID_TEXT}"),
     ]
     assert op_counts(epochs) == {
         "Concat": {"sw": 0, "hybrid": 5}, "DepthToSpace": {"sw": 0, "hybrid": 2},
@@ -147,8 +147,8 @@ def test_summary_lines_put_prediction_and_validation_beside_the_epochs() -> None
                              "duration_ms": 12.5}}
     assert summary_lines([("case generate 4.0.1", result), ("idle", {"epochs": {"sw": 0}})]) == [
         "software and hybrid epochs (Cortex-M55):",
-        "  case generate 4.0.1: SW 1 (Softmax); hybrid ?? 1 (Concat; epoch 7); oracle predicted "
-        "SW 1, hybrid 0; validation cos 0.9991, 12.5 ms",
+        ("  case generate 4.0.1: SW 1 (Softmax); hybrid ?? 1 (Concat; epoch 7); oracle predicted "
+        "SW 1, hybrid 0; validation cos 0.9991, 12.5 ms"),
         f"  ??: {HYBRID_TEXT}"]
     only_sw = summary_lines([("c", {"epochs": {"sw": 2}, "validation": {"duration_ms": 3}})])
     assert only_sw == ["software and hybrid epochs (Cortex-M55):",
@@ -194,8 +194,8 @@ def test_diff_text_says_why_a_pair_is_not_comparable() -> None:
         "  a generate",
         "    to software: Softmax (SW 1 -> 2, hybrid 0 -> 0)",
         "    to hardware: Pad (SW 1 -> 0, hybrid 0 -> 0)",
-        "  b generate  (not comparable: model sha256 differs)  (head: 2 SW/hybrid epochs name "
-        "no operator)",
+        ("  b generate  (not comparable: model sha256 differs)  (head: 2 SW/hybrid epochs name "
+        "no operator)"),
         "    to software: Softmax (SW 1 -> 2, hybrid 0 -> 0)",
         "    to hardware: Pad (SW 1 -> 0, hybrid 0 -> 0)"]
 

@@ -13,7 +13,12 @@ import pytest
 from test_placement_attributes import _QDQ
 
 from pytest_stedge.oracle.model_files import open_graph
-from pytest_stedge.oracle.placement import HYBRID_TEXT, format_plan, placement_summary, predict_placement
+from pytest_stedge.oracle.placement import (
+    HYBRID_TEXT,
+    format_plan,
+    placement_summary,
+    predict_placement,
+)
 from pytest_stedge.oracle.placement_table import SCHEMA
 
 
@@ -100,14 +105,14 @@ def test_plan_text(plan: dict[str, Any]) -> None:
         "    unknown     Relu, PRelu",
         "    HW          Conv",
         "  why:",
-        "    SW      sm (Softmax): Softmax is not mapped to the NPU in 2.2 (SW 3, hybrid 0, HW "
-        "0 epochs in 2.2) [made-up/b.txt:9; made-up/c.txt:1]",
-        "    hybrid  cat (Concat): Concat ran in hybrid epochs in 2.2 (SW 0, hybrid 2, HW 0 "
-        f"epochs in 2.2): {HYBRID_TEXT} [made-up/d.txt:4]",
-        "    unknown relu (Relu): unknown in this version: the real runs of 2.2 disagree (SW 1, "
-        "hybrid 0, HW 1 epochs in 2.2) [made-up/e.txt:5; made-up/f.txt:6]",
-        "    unknown prelu (PRelu): unknown in this version: no real epoch table of 2.2 shows "
-        "PRelu",
+        ("    SW      sm (Softmax): Softmax is not mapped to the NPU in 2.2 (SW 3, hybrid 0, HW "
+        "0 epochs in 2.2) [made-up/b.txt:9; made-up/c.txt:1]"),
+        ("    hybrid  cat (Concat): Concat ran in hybrid epochs in 2.2 (SW 0, hybrid 2, HW 0 "
+        f"epochs in 2.2): {HYBRID_TEXT} [made-up/d.txt:4]"),
+        ("    unknown relu (Relu): unknown in this version: the real runs of 2.2 disagree (SW 1, "
+        "hybrid 0, HW 1 epochs in 2.2) [made-up/e.txt:5; made-up/f.txt:6]"),
+        ("    unknown prelu (PRelu): unknown in this version: no real epoch table of 2.2 shows "
+        "PRelu"),
     ]
     short = format_plan(plan, limit=3)
     assert short[5:9] == ["    HW          Conv, Conv", "    SW      x1  Softmax  [not-mapped]",
