@@ -175,6 +175,11 @@ def test_moves_by_operator_groups_cases_comparable_first() -> None:
     lines = format_by_operator(groups, limit=2)
     assert lines[0] == ("to software: Softmax: b generate (SW 1 -> 2, hybrid 0 -> 0); "
                         "c generate (SW 1 -> 2, hybrid 0 -> 0); ... (+1)")
+    # exactly as many cases as the limit: all shown, no "(+0)"
+    assert format_by_operator(groups, limit=3)[0].endswith("hash differs)")
+    # the terminal's default: 8 cases an operator, then how many more
+    nine = moves_by_operator([_change(f"c{i}") for i in range(9)])
+    assert format_by_operator(nine)[0].endswith("c7 generate (SW 1 -> 2, hybrid 0 -> 0); ... (+1)")
     full = format_by_operator(groups)
     assert full[1].endswith("a generate (SW 1 -> 0, hybrid 0 -> 0, not comparable: options "
                             "hash differs)")
