@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from onnx import helper
 from test_placement_attributes import _QDQ
 
 from pytest_stedge.oracle.model_files import open_graph
@@ -32,6 +33,8 @@ TABLE = {"schema": SCHEMA, "runs": [], "versions": {"2.2": {
                 "rows": _rows("sw", ("made-up/b.txt", 9), ("made-up/b.txt", 12),
                               ("made-up/c.txt", 1))},
     "Concat": {"sw": 0, "hybrid": 2, "hw": 0, "rows": _rows("hybrid", ("made-up/d.txt", 4))},
+    "DequantizeLinear(float)": {"sw": 1, "hybrid": 0, "hw": 0,
+                                "rows": _rows("sw", ("made-up/g.txt", 7))},
     "Relu": {"sw": 1, "hybrid": 0, "hw": 1, "rows": _rows("sw", ("made-up/e.txt", 5))
              + _rows("hw", ("made-up/f.txt", 6))},
 }, "3.0": {}}}
@@ -152,3 +155,24 @@ def test_a_run_stores_the_summary_once_per_model_and_version(tmp_path: Path) -> 
     assert set(first) == {"version_line", "counts", "software_ops", "hybrid_ops", "unknown_ops"}
     other = placement_summary(model, "4.0.1")
     assert other is not first and other["version_line"] == "4.0"
+
+
+def test_semantic_rules_cite_the_runs_that_show_them(tmp_path: Path) -> None:
+    """A Softmax left in float at the output: the DequantizeLinear feeding it converts to
+    float and the Softmax computes in float, both on the Cortex-M55 whatever the table
+    says; the rows of the same form are cited (the float Softmax has none of its own: the
+    plain Softmax's software rows are)."""
+    m = _QDQ()
+    x = m.op("Conv", [m.qdq("input"), m.const("w", (8, 8, 1, 1))], "conv")
+    m.nodes.append(helper.make_node("Softmax", [x], ["probs"], name="sm", axis=1))
+    plan = predict_placement(open_graph(m.save(tmp_path / "f.onnx", "probs", [1, 8, 16, 16])),
+                             "2.2.0", table=TABLE)
+    placed = {n["node"]: n for n in plan["nodes"] if n["kind"] != "folded"}
+    dq = placed["conv_qdq_DQ"]
+    assert (dq["kind"], dq["rule"], dq["evidence"]) == ("SW", "float-conversion",
+                                                        ["made-up/g.txt:7"])
+    sm = placed["sm"]
+    assert (sm["kind"], sm["rule"]) == ("SW", "float-tensor")
+    assert sm["evidence"] == ["made-up/b.txt:9", "made-up/c.txt:1"]
+    assert sm["reason"] == ("Softmax is not quantized (it reads or writes a float tensor): the "
+                            "Cortex-M55 runs it in float")

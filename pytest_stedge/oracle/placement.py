@@ -52,7 +52,7 @@ class Placed:
     kind: str  # HW | EC | SW | hybrid | unknown
     rule: str
     reason: str
-    count: int = 1
+    count: int
     inserted: str = ""
     evidence: list[str] = field(default_factory=list)
 
