@@ -123,6 +123,23 @@ def test_plan_text(plan: dict[str, Any]) -> None:
     assert short[-1] == "    ... 1 more (--json has all)" and len(short) == 14
     exact = format_plan(plan, limit=5)
     assert not any(line.startswith("    ...") for line in exact)
+    four = format_plan(plan, limit=4)  # 5 groups, 4 reasons: only the groups are cut
+    assert [line for line in four if line.startswith("    ...")] == [
+        "    ... 1 more groups (--json has all)"]
+
+
+def test_the_text_lists_forty_groups_and_reasons_by_default(tmp_path: Path) -> None:
+    m = _QDQ()
+    x = m.qdq("input")
+    for i in range(41):  # 41 software epochs, each its own group and reason
+        x = m.op("Softmax", [x], f"sm{i}", axis=1)
+    plan = predict_placement(open_graph(m.save(tmp_path / "s.onnx", x, [1, 8, 16, 16])),
+                             "2.2.0", table=TABLE)
+    lines = format_plan(plan)
+    assert plan["counts"]["sw"] == 41
+    assert lines.count("    SW      x1  Softmax  [not-mapped]") == 40
+    assert "    ... 1 more groups (--json has all)" in lines
+    assert lines[-1] == "    ... 1 more (--json has all)" and lines[-2].startswith("    SW      sm39 ")
 
 
 def test_long_hardware_runs_are_cut_after_six(tmp_path: Path) -> None:

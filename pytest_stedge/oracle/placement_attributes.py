@@ -54,16 +54,6 @@ def _readers(graph: Graph, name: str) -> list[Node]:
     return out
 
 
-def _elements(graph: Graph, name: str) -> int | None:
-    """Element count of a tensor, or of the constant a DequantizeLinear reads."""
-    count = graph.info(name).elements
-    producer = graph.producer.get(name)
-    if count is None and producer is not None and graph.nodes[producer].op_type in DQ_OPS:
-        source = graph.nodes[producer].inputs
-        count = graph.info(source[0]).elements if source else None
-    return count
-
-
 def attribute_variant(graph: Graph, node: Node, attrs: dict[str, Any]) -> tuple[str, str] | None:
     """``(variant, what)`` when the node is in a form the table keys apart, else None."""
     op = node.op_type
@@ -76,7 +66,7 @@ def attribute_variant(graph: Graph, node: Node, attrs: dict[str, Any]) -> tuple[
             return "around a convolution", f"between {source.op_type} {source.name} and its inverse"
         return None
     if op == "PRelu" and len(node.inputs) > 1:
-        count = _elements(graph, node.inputs[1])
+        count = graph.info(node.inputs[1]).elements  # shape inference sizes a DQ's output
         if count is not None and count > 1:
             return "per-channel slope", f"a slope of {count} values"
         return None
