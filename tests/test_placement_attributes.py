@@ -115,20 +115,22 @@ def test_attribute_form_is_decided_by_runs_of_that_form_only(tmp_path: Path) -> 
     assert _nodes(plain, "Conv")[0]["kind"] == "HW"
 
 
-@pytest.mark.parametrize(("slope", "variant"), [((8, 1, 1), True), ((1,), False)])
+@pytest.mark.parametrize(("channels", "slope", "variant"),
+                         [(8, (8, 1, 1), True), (2, (2, 1, 1), True), (8, (1,), False)])
 def test_prelu_is_unknown_in_every_version_the_data_holds(
-    tmp_path: Path, slope: tuple[int, ...], variant: bool
+    tmp_path: Path, channels: int, slope: tuple[int, ...], variant: bool
 ) -> None:
-    m = _QDQ()
+    m = _QDQ(channels)
     x = m.qdq("input")
     y = m.op("PRelu", [x, m.const("slope", slope)], "prelu")
-    model = open_graph(m.save(tmp_path / "prelu.onnx", y, [1, 8, 16, 16]))
+    model = open_graph(m.save(tmp_path / "prelu.onnx", y, [1, channels, 16, 16]))
     for version in ("2.1.0", "2.2.0", "3.0.0", "4.0.1"):
         (node,) = _nodes(predict_placement(model, version), "PRelu")
         assert node["kind"] == "unknown", (version, node)
         if variant:  # keyed apart: the per-channel form never borrows a plain PRelu's rows
             assert node["rule"] == "attribute"
-            assert "PRelu with a slope of 8 values (per-channel slope)" in node["reason"]
+            assert (f"PRelu with a slope of {channels} values (per-channel slope)"
+                    in node["reason"])
         else:
             assert node["rule"] == "unknown"
             assert node["reason"].endswith("shows PRelu")
@@ -148,6 +150,32 @@ def test_space_to_depth_pair_around_a_convolution_is_unknown(tmp_path: Path) -> 
     # a convolution it is another form, not decided by those rows
     assert kinds == {"SpaceToDepth": ("unknown", "attribute"), "Conv": ("unknown", "attribute"),
                      "DepthToSpace": ("unknown", "attribute")}
+
+
+def test_a_prelu_without_its_slope_is_not_a_crash(tmp_path: Path) -> None:
+    """ONNX shape inference lets a one-input PRelu through (the checker would not): the
+    predictor still answers, unknown, instead of failing on the missing slope."""
+    m = _QDQ()
+    y = m.op("PRelu", [m.qdq("input")], "p")
+    plan = predict_placement(open_graph(m.save(tmp_path / "p.onnx", y, [1, 8, 16, 16])), "2.2.0")
+    assert [(n["kind"], n["rule"]) for n in _nodes(plan, "PRelu")] == [("unknown", "unknown")]
+
+
+def test_depth_to_space_after_another_operator_is_the_plain_one(tmp_path: Path) -> None:
+    """Only a DepthToSpace reading a convolution is keyed apart: one after a Relu is the
+    operator the 4.0 tables show (hybrid: the front end's nearest-Resize rebuild)."""
+    m = _QDQ(32)
+    x = m.op("Relu", [m.qdq("input")], "relu")
+    y = m.op("DepthToSpace", [x], "d2s", blocksize=2)
+    plan = predict_placement(open_graph(m.save(tmp_path / "d.onnx", y, [1, 8, 32, 32])), "4.0.1")
+    (node,) = _nodes(plan, "DepthToSpace")
+    assert (node["kind"], node["rule"]) == ("hybrid", "hybrid")
+    # and one fed straight by the model's input (no producer at all) too
+    m = _QDQ(32)
+    m.nodes.append(helper.make_node("DepthToSpace", ["input"], ["out"], name="d", blocksize=2))
+    plan = predict_placement(open_graph(m.save(tmp_path / "i.onnx", "out", [1, 8, 32, 32])),
+                             "4.0.1")
+    assert _nodes(plan, "DepthToSpace")[0]["rule"] != "attribute"
 
 
 @pytest.mark.skipif(not (SHARED / "real-cases").is_dir(), reason="../shared is absent")
