@@ -30,7 +30,9 @@ buffers: weights placed in RAM, where ``memory_footprint`` counts a pool in both
 ``memory.shared_pools`` (the pools holding weights and activations);
 ``options`` (the options that made the run, as words: ``--target``, the case's options, the
 Neural-ART profile and pool by name; what the run's options hash stands for, shown when two
-runs do not compare).
+runs do not compare);
+``provenance`` (a replayed public run: its repository and files, each with its URL,
+commit and md5, as ``recordings.json`` states them).
 
 ``memory.activations_bytes`` is the activation memory the tool allocates: user-allocated
 I/O buffers are in ``io_bytes``, not in it, as c_info ``memory_footprint``, report.json

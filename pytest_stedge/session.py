@@ -26,6 +26,7 @@ from .store.database import COLLECTION_ERROR, DEFAULT_PATH, Store
 from .store.ending import finish_writes, not_stored_lines
 from .store.journal import Journal, merge_stopped
 from .store.location import Location, display, is_server, parse_location
+from .store.placement_reads import version_placements
 from .store.rows import ItemRow, run_label
 from .store.writer import SessionWriter, WriteReport
 
@@ -75,6 +76,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     recordings: list[dict[str, Any]] = []
     baseline_rows: list[dict[str, Any]] = []
     baseline_options: dict[tuple[str, str, str], list[str]] = {}
+    baseline_placement: dict[tuple[str, str], Any] = {}
     stored_versions: list[str] = []
     try:
         if config.option.collectonly:  # nothing runs: read recordings, record no run
@@ -89,6 +91,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
                 from .store.queries import stated_options
 
                 baseline_rows = controller.store.metric_rows(versions=[state.baselines.version])
+                baseline_placement = version_placements(controller.store, state.baselines.version)
                 stored_versions = controller.store.versions()
                 baseline_options = stated_options(controller.store, [state.baselines.version])
     except StoreError as exc:
@@ -96,6 +99,8 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
     state.setup(discovery, recordings, None)
     if state.baselines.version and not config.option.collectonly:
         _load_baseline(state, baseline_rows, stored_versions, controller.path, baseline_options)
+        for key, base in state.baselines.stored.items():
+            base.placement = baseline_placement.get(key)
     if controller.store is not None:
         try:
             controller.begin_run(state.toolchains.versions)
@@ -251,6 +256,10 @@ class StedgeController:
         if row.changes and row.version:
             base = row.baseline_version or str(self.state.baselines.version)
             self.summary.changes.setdefault((base, row.version), []).extend(row.changes)
+        if row.placement_moves and row.version:
+            base = row.baseline_version or str(self.state.baselines.version)
+            self.summary.placement.setdefault((base, row.version), []).append(
+                {"case_name": row.case_name, "stage": row.stage, **row.placement_moves})
         if row.update:
             self._apply_update(row)
         if row.outcome in ("failed", "error"):

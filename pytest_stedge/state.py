@@ -23,6 +23,7 @@ from .case.model import Case
 from .case.models import ModelFacts
 from .case.scan import PathCache
 from .errors import CaseError
+from .parsers.epoch_kinds import op_counts
 from .result import flat_metrics
 from .steps import GateInputs, OracleInputs, StageInputs, attach_oracle
 from .tool.discovery import Discovery
@@ -260,6 +261,7 @@ class StedgeState:
             options_hash=previous["options_hash"],
             options=["--target", str(result.get("target") or ""), *previous["options"]]
             if isinstance(previous.get("options"), list) else result.get("options"),
+            placement=op_counts(result.get("epochs")),
         )
 
     def to_workerinput(self) -> dict[str, Any]:

@@ -173,6 +173,8 @@ def _replay(recording: dict[str, Any], row: ItemRow) -> Result:
         # a public run: its identity is the one its own outputs and command stated
         row.model_sha256 = recording["model_sha256"]
         row.options_hash = recording["options_hash"]
+        if isinstance(recording.get("provenance"), dict):  # where the dashboard links it
+            result.setdefault("provenance", recording["provenance"])
     else:
         # the identity the recording was checked against at ingest: a forced one (None)
         # or a model changed since never compares with other versions
@@ -278,6 +280,7 @@ def judge_item(
     # unchanged ones too: the summary counts them ("baseline 3.0.0: 187 metrics unchanged")
     row.changes = [c.to_json() for c in verdict.changes]
     row.baseline_version = verdict.baseline_version
+    row.placement_moves = verdict.placement_moves
     return verdict
 
 

@@ -143,6 +143,8 @@ REAL_PAGES = {  # screenshot name -> (page, tables at least, charts exactly)
     "site-index": ("index.html", 3, 0),
     "site-matrix": ("matrix.html", 1, 0),
     "site-changes": ("changes.html", 4, 0),
+    "site-atlas": ("atlas.html", 1, 0),
+    "site-case-yolov8n": ("cases/n6-yolov8n-micro-224-*.html", 2, 4),
     "site-bug-conv1x1": ("bugs/n6-conv1x1-activations-4.0.0-*.html", 3, 0),
     "site-bug-hang-similar": ("bugs/npu-hang-activ-conv-*.html", 2, 0),
     "site-case-public-model4": ("cases/model-4-32410247-*.html", 1, 3),  # no epochs on an MCU

@@ -219,7 +219,10 @@ def test_baseline_to_dict_is_plain_data(tmp_path: Path) -> None:
     base = Baseline("3.0.0", {"macc": 1.0}, SHA, "h", run_id=7)
     assert base.to_dict() == {"version": "3.0.0", "metrics": {"macc": 1.0},
                               "model_sha256": SHA, "options_hash": "h", "run_id": 7,
-                              "options": None}
+                              "options": None, "placement": None}
+    # the baseline's software/hybrid epochs per operator travel to workers as plain data
+    base.placement = {"Transpose": {"sw": 22, "hybrid": 0}}
+    assert Baseline(**base.to_dict()) == base
 
 
 # -- known bugs -----------------------------------------------------------------------------------

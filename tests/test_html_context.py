@@ -8,18 +8,20 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from pytest_stedge.report import atlas as report_atlas
 from pytest_stedge.report import board as report_board
 from pytest_stedge.report import bug_pages as report_bug_pages
 from pytest_stedge.report import case_pages as report_case_pages
 from pytest_stedge.report import data as report_data
 from pytest_stedge.report import diff as report_diff
+from pytest_stedge.report import placement_views as report_placement_views
 from pytest_stedge.report import site as report_site
 from pytest_stedge.report.render import environment, render
 
 CONTEXTS = [
     obj
     for module in (report_data, report_diff, report_site, report_board, report_bug_pages,
-                   report_case_pages)
+                   report_case_pages, report_atlas, report_placement_views)
     for obj in vars(module).values()
     if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
 ]
@@ -35,7 +37,7 @@ def test_every_context_field_is_documented() -> None:
 
 def test_every_page_template_exists() -> None:
     names = set(environment().list_templates())
-    for page in ("run", "diff", "index", "matrix", "bug", "case"):
+    for page in ("run", "diff", "index", "matrix", "bug", "case", "atlas"):
         assert f"{page}.html.j2" in names
 
 

@@ -132,6 +132,23 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         "pytest_stedge/parsers/text_runs.py",
         ["tests/test_text_runs.py", "tests/test_parsers_real_cases.py"],
     ),
+    "placement": (
+        "pytest_stedge/oracle/placement.py",
+        ["tests/test_placement_plan.py", "tests/test_placement_attributes.py",
+         "tests/test_placement.py"],
+    ),
+    "placement_attributes": (
+        "pytest_stedge/oracle/placement_attributes.py",
+        ["tests/test_placement_attributes.py", "tests/test_placement.py"],
+    ),
+    "epoch_kinds": (
+        "pytest_stedge/parsers/epoch_kinds.py",
+        ["tests/test_epoch_kinds.py", "tests/test_placement_views.py", "tests/test_placement.py"],
+    ),
+    "verdict_placement": (
+        "pytest_stedge/verdict/placement.py",
+        ["tests/test_epoch_kinds.py", "tests/test_placement_views.py", "tests/test_placement.py"],
+    ),
 }
 
 EQUIVALENT_FILE = ROOT / "tools" / "mutation_equivalent.toml"

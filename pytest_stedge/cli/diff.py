@@ -35,7 +35,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         description="Compare, case by case, the newest stored results of BASE and HEAD "
         "without running anything. Each metric change gets one kind: regressed, newly "
         "failing, improved, fixed, not comparable (other model or options) or unchanged. "
-        "Bands come from each case's [baseline] table (--corpus), else --band.",
+        "Bands come from each case's [baseline] table (--corpus), else --band. On the N6, "
+        "operators that moved between the NPU and the Cortex-M55 are listed apart (to "
+        "software, to hardware, software <-> hybrid; --json placement_moves): never a failure.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

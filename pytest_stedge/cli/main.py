@@ -14,6 +14,7 @@ import importlib
 import re
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pytest_stedge.errors import StedgeError
 
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="Show tracebacks of errors")
     parser.add_argument(
-        "--version", action="version", version=f"stedge (pytest-stedge) {_version()}",
+        "--version", action=_VersionAction, nargs=0,
         help="Print the version of pytest-stedge and exit",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -127,6 +128,16 @@ def own_flags(message: str, flags: dict[str, str]) -> str:
     for pytest_flag, flag in flags.items():
         message = re.sub(rf"{re.escape(pytest_flag)}(?![\w-])", flag, message)
     return message
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (importlib.metadata
+    costs every other command its import)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"stedge (pytest-stedge) {_version()}")  # stdout, as argparse's own action
+        parser.exit()
 
 
 def _version() -> str:

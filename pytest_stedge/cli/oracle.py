@@ -150,7 +150,9 @@ def _split_options(values: list[str]) -> list[str]:
 
 
 def _oracle(args: argparse.Namespace) -> int:
-    from pytest_stedge.oracle.memory import analyze_model
+    from pytest_stedge.oracle.deploy import deployment_for
+    from pytest_stedge.oracle.memory import analyze_graph
+    from pytest_stedge.oracle.model_files import open_graph
 
     options = _split_options(args.options)
     target = args.target
@@ -160,9 +162,9 @@ def _oracle(args: argparse.Namespace) -> int:
 
         target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
         options = deployment_options(words, args.c_info.parent)
-    report = analyze_model(
-        args.model, details=args.tensors, target=target, options=options, mpool=args.mpool
-    )
+    deployment = deployment_for(target, options, args.mpool)  # bad options before the model
+    graph = open_graph(args.model)  # parsed once: the memory analysis and the placement read it
+    report = analyze_graph(graph, details=args.tensors, deployment=deployment)
     if args.c_info:
         from pytest_stedge.oracle.cinfo import explain_c_info
 
@@ -171,7 +173,7 @@ def _oracle(args: argparse.Namespace) -> int:
         if floor:
             report["activations_ratio"] = report["c_info"]["reported_bytes"] / floor
     if args.tool_version:
-        report["placement"] = _placement(args, options)
+        report["placement"] = _placement(args, options, graph)
     if args.json:
         _dump(report)
         return 0
@@ -276,15 +278,13 @@ def _oracle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _placement(args: argparse.Namespace, options: list[str]) -> dict[str, Any]:
-    """The predicted N6 epoch placement for ``--version``."""
-    from pytest_stedge.oracle.model_files import open_graph
+def _placement(args: argparse.Namespace, options: list[str], graph: Any) -> dict[str, Any]:
+    """The predicted N6 epoch placement for ``--version`` of the already read ``graph``."""
     from pytest_stedge.oracle.placement import predict_placement
     from pytest_stedge.oracle.placement_table import load_table
 
     table = load_table(args.placement_table)
-    return predict_placement(open_graph(args.model), args.tool_version, options=options,
-                             table=table)
+    return predict_placement(graph, args.tool_version, options=options, table=table)
 
 
 def _reference(args: argparse.Namespace) -> int:

@@ -42,8 +42,11 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="Write the known-bug dashboard (a static site)",
         description="Write the public regression dashboard: a matrix of known toolchain bugs "
         "by version (reproduced, not reproduced, not run, unknown) linking to the evidence, a "
-        "page per bug, and a page per case with its metrics across versions as charts. "
-        "Plain HTML files with relative links: publish the folder as-is.",
+        "page per bug, a page per case with its metrics across versions as charts and its "
+        "software and hybrid (??) epochs, the changes between releases, and the operator "
+        "atlas (operator x version: where each operator ran, NPU or Cortex-M55, with links "
+        "to the runs that show it). Plain HTML files with relative links: publish the folder "
+        "as-is.",
         epilog="examples:\n"
         "  stedge dashboard\n"
         "  stedge dashboard --out public/ --db ci/results.duckdb --corpus corpus",

@@ -80,6 +80,7 @@ class Node:
     inputs: list[str]
     outputs: list[str]
     domain: str = ""
+    attrs: dict[str, Any] = field(default_factory=dict)  # TFLite options the rules read
 
 
 @dataclass

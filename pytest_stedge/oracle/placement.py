@@ -14,6 +14,9 @@ SW or hybrid node names its rule and evidence. Rules, most certain first:
 - ``not-mapped``: every real epoch table of this version line placed the operator in
   software (Softmax without ``--expand-softmax``);
 - ``hybrid``: every real table of this version line shows it in a hybrid epoch;
+- ``attribute``: an operator in a form the NPU unit may not take (a dilated convolution,
+  a per-channel PReLU slope, a SpaceToDepth/DepthToSpace pair around a convolution:
+  :mod:`placement_attributes`), decided only by real runs of that form, else unknown;
 - ``front-end-layout``: an operator the front end inserts (the Transposes around a
   channel Pad), placed as that operator is in this version;
 - ``mapped``: the real tables of this version line show it in hardware only;
@@ -49,7 +52,7 @@ class Placed:
     kind: str  # HW | EC | SW | hybrid | unknown
     rule: str
     reason: str
-    count: int = 1
+    count: int
     inserted: str = ""
     evidence: list[str] = field(default_factory=list)
 
@@ -72,9 +75,10 @@ def _place(op: Deployed, version: str, table: dict[str, Any], hw: str) -> Placed
         return Placed(op.name, op.op_type, op.tool_op, kind, rule, reason, op.count,
                       op.inserted, cites)
 
+    variant = op.facts.get("variant")
     ev = lookup(table, version, op.key)
-    if not ev.seen:
-        ev = lookup(table, version, op.tool_op)
+    if not ev.seen:  # an attribute form is looked up as that form only, never as the plain op
+        ev = lookup(table, version, f"{op.tool_op}({variant})" if variant else op.tool_op)
     if op.form == "convert":
         return placed("SW", "float-conversion",
                       f"{op.tool_op} converts between float and integer: Neural-ART computes on "
@@ -89,10 +93,28 @@ def _place(op: Deployed, version: str, table: dict[str, Any], hw: str) -> Placed
                       f"{op.op_type} of two activations: the NPU's convolution units take a "
                       f"constant operand, so the product runs on the Cortex-M55 "
                       f"(printed {op.tool_op})", ev, "sw")
+    if variant:
+        return _attribute(op, ev, hw, str(variant), str(op.facts.get("variant_detail") or ""))
     if op.inserted:
         return _from_table(op, ev, hw, "front-end-layout",
                            f"{op.tool_op} inserted by the front end {op.inserted}; ")
     return _from_table(op, ev, hw, "", "")
+
+
+def _attribute(op: Deployed, ev: Evidence, hw: str, variant: str, detail: str) -> Placed:
+    """An operator in an attribute form the table keys apart (:mod:`.placement_attributes`):
+    decided by the real runs of that form only; without them, unknown."""
+    what = f"{op.tool_op} with {detail} ({variant})"
+    if ev.seen:
+        return _from_table(op, ev, hw, "attribute", f"{what}: ")
+    layout = (" For a dilated convolution the front end may also insert a SpaceToDepth/"
+              "DepthToSpace pair around a plain convolution."
+              if variant in ("dilated", "around a convolution") else "")
+    return Placed(op.name, op.op_type, op.tool_op, "unknown", "attribute",
+                  f"unknown in this version: {what}: no real N6 epoch table of {ev.line} shows "
+                  f"{op.tool_op} in this form, and where the plain {op.tool_op} runs does not "
+                  f"decide it (the NPU unit may not take the attribute).{layout}",
+                  op.count, op.inserted, [])
 
 
 def _from_table(op: Deployed, ev: Evidence, hw: str, rule: str, prefix: str) -> Placed:

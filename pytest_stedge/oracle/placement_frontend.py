@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .graph import DQ_OPS, Q_OPS, Graph, Node, is_compute
+from .placement_attributes import attribute_variant
 
 # Operators that only rename dimensions: the front end drops them (no epoch of their own).
 RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
@@ -65,8 +66,12 @@ class Deployed:
     def key(self) -> str:
         """The table key: the tool's operator name, ``(float)`` when it computes in or
         converts from/to float (as 4.x prints ``Sub(float)``), ``(activations)`` for a
-        product of two activations, ``+inserted`` for a front-end insertion."""
+        product of two activations, ``+inserted`` for a front-end insertion; an attribute
+        form the table keys apart (:mod:`.placement_attributes`) in parentheses first:
+        ``Conv(dilated)``."""
         key = self.tool_op
+        if self.facts.get("variant"):
+            key += f"({self.facts['variant']})"
         if self.form in ("float", "convert"):
             key += "(float)"
         if self.facts.get("activation_operands"):
@@ -76,7 +81,7 @@ class Deployed:
 
 def _attrs(graph: Graph, node: Node) -> dict[str, Any]:
     if graph.model is None or graph.source != "onnx":
-        return {}
+        return dict(node.attrs)  # TFLite: the options its reader kept
     from onnx import helper
 
     proto = graph.model.graph.node[node.index]
@@ -229,6 +234,9 @@ def deployed_ops(graph: Graph) -> list[Deployed]:
         if not is_compute(graph, node):
             continue
         facts = _attrs(graph, node)
+        variant = attribute_variant(graph, node, facts)
+        if variant is not None:
+            facts["variant"], facts["variant_detail"] = variant
         if node.op_type in _QUANTIZE | _DEQUANTIZE:
             form, count = _conversion(graph, folding, node, float_nodes, qdq)
             tool, _ = _tool_op(graph, node, facts)

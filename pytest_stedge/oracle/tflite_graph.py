@@ -145,7 +145,8 @@ def _graph(path: Path, data: bytes) -> Graph:
             )
         ins = [by_index[int(j)] if j >= 0 else "" for j in op.InputsAsNumpy()] if op.InputsLength() else []
         outs = [by_index[int(j)] for j in op.OutputsAsNumpy()] if op.OutputsLength() else []
-        nodes.append(Node(k, f"{tfl_name.lower()}_{k}", op_type, ins, outs))
+        nodes.append(Node(k, f"{tfl_name.lower()}_{k}", op_type, ins, outs,
+                          attrs=_options(op, tfl_name)))
     inputs = [by_index[int(j)] for j in sub.InputsAsNumpy()] if sub.InputsLength() else []
     outputs = [by_index[int(j)] for j in sub.OutputsAsNumpy()] if sub.OutputsLength() else []
     live = {n for node in nodes for n in node.inputs + node.outputs if n and n not in constants}
@@ -169,6 +170,21 @@ def _graph(path: Path, data: bytes) -> Graph:
     )
     index_graph(graph)
     return graph
+
+
+def _options(op: Any, tfl_name: str) -> dict[str, Any]:
+    """The builtin options the placement rules read, as ONNX names them: a convolution's
+    ``dilations`` ([h, w] factors)."""
+    import tflite
+
+    kinds = {"CONV_2D": tflite.Conv2DOptions, "DEPTHWISE_CONV_2D": tflite.DepthwiseConv2DOptions}
+    kind = kinds.get(tfl_name)
+    table = op.BuiltinOptions() if kind is not None else None
+    if kind is None or table is None:
+        return {}
+    options = kind()
+    options.Init(table.Bytes, table.Pos)
+    return {"dilations": [int(options.DilationHFactor()), int(options.DilationWFactor())]}
 
 
 def tflite_io(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

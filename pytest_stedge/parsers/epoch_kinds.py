@@ -64,37 +64,62 @@ def explain(epochs: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _per_op(epochs: dict[str, Any] | None) -> dict[str, dict[str, int]]:
+UNNAMED = "operator not named"  # a SW/hybrid epoch the table counts but names no operator of
+
+
+def op_counts(epochs: dict[str, Any] | None) -> dict[str, dict[str, int]] | None:
+    """Per operator type, how many software and hybrid epochs name it (an epoch naming an
+    operator twice counts once). Epochs the table counts but names no operator of (2.x
+    ``??`` rows without their c_info, a table without its list) are counted under
+    :data:`UNNAMED`, so that they never read as a move. None: the run has no epoch table."""
+    if not epochs:
+        return None
     out: dict[str, dict[str, int]] = {}
-    for entry in (epochs or {}).get("list") or []:
+    listed = {"sw": 0, "hybrid": 0}
+    for entry in epochs.get("list") or []:
         kind = entry.get("kind")
-        if kind not in ("sw", "hybrid"):
+        if kind not in listed:
             continue
-        for op in entry.get("ops") or []:
-            counts = out.setdefault(_op_type(op), {"sw": 0, "hybrid": 0})
-            counts[kind] += 1
+        listed[kind] += 1
+        names = {_op_type(op) for op in entry.get("ops") or []} - {""}
+        for name in names or {UNNAMED}:
+            out.setdefault(name, {"sw": 0, "hybrid": 0})[kind] += 1
+    for kind, seen in listed.items():
+        missing = int(epochs.get(kind) or 0) - seen
+        if missing > 0:
+            out.setdefault(UNNAMED, {"sw": 0, "hybrid": 0})[kind] += missing
     return out
 
 
-def placement_moves(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Per operator, how its software and hybrid epochs changed from ``base`` to ``head``
-    (two Results' ``epochs``): ``to software`` when more of its epochs left the NPU (an
+MOVE_KINDS = ("to software", "software <-> hybrid", "to hardware")
+
+
+def moves_between(old: dict[str, dict[str, int]] | None,
+                  new: dict[str, dict[str, int]] | None) -> list[dict[str, Any]]:
+    """Per operator, how its software and hybrid epochs changed from ``old`` to ``new``
+    (two :func:`op_counts`): ``to software`` when more of its epochs left the NPU (an
     operator that ran in hardware now runs, wholly or partly, on the Cortex-M55), ``to
     hardware`` when fewer did, ``software <-> hybrid`` when only the split changed.
-    Unchanged operators are left out; the list is sorted by kind, then operator."""
-    old, new = _per_op(base), _per_op(head)
+    Unchanged operators are left out; nothing moves when either side has no epoch table.
+    Sorted by kind (:data:`MOVE_KINDS`), then operator."""
+    if old is None or new is None:
+        return []
+    zero = {"sw": 0, "hybrid": 0}
     moves = []
     for op in sorted(set(old) | set(new)):
-        a = old.get(op, {"sw": 0, "hybrid": 0})
-        b = new.get(op, {"sw": 0, "hybrid": 0})
+        a, b = old.get(op, zero), new.get(op, zero)
         if a == b:
             continue
         before, after = a["sw"] + a["hybrid"], b["sw"] + b["hybrid"]
         kind = ("to software" if after > before else "to hardware" if after < before
                 else "software <-> hybrid")
-        moves.append({"op": op, "kind": kind, "base": a, "head": b})
-    order = {"to software": 0, "software <-> hybrid": 1, "to hardware": 2}
-    return sorted(moves, key=lambda m: (order[m["kind"]], m["op"]))
+        moves.append({"op": op, "kind": kind, "base": dict(a), "head": dict(b)})
+    return sorted(moves, key=lambda m: (MOVE_KINDS.index(m["kind"]), m["op"]))
+
+
+def placement_moves(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """:func:`moves_between` two Results' ``epochs``."""
+    return moves_between(op_counts(base), op_counts(head))
 
 
 def format_moves(moves: list[dict[str, Any]]) -> list[str]:

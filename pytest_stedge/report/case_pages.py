@@ -20,7 +20,8 @@ from markupsafe import Markup, escape
 
 from . import charts
 from .charts import EPOCH_KINDS, HYBRID_NOTE, Series
-from .data import _h, epochs_chart
+from .data import _h, epochs_chart, slug
+from .placement_views import EpochKinds
 
 if TYPE_CHECKING:
     from .history import CaseHistory
@@ -52,25 +53,28 @@ class CasePage:
     findings: list[tuple[str, str, str]] = field(default_factory=list, metadata=_h("(bug id, bug page, status) seen on it"))
     sources: list[tuple[str, str]] = field(default_factory=list, metadata=_h("(title, https URL) of its public sources: the model, each recorded run's files"))
     hybrid_note: str = field(default=HYBRID_NOTE, metadata=_h("what the tool's '??' (hybrid epochs) means"))
+    epochs: list[EpochKinds] = field(default_factory=list, metadata=_h("per (version, stage) with software or hybrid epochs: which operators, which hybrid epochs"))
 
 
 def case_page(
     history: CaseHistory, file: str, findings: Sequence[tuple[str, str, str]],
-    sources: Sequence[tuple[str, str]] = (),
+    sources: Sequence[tuple[str, str]] = (), epochs: Sequence[EpochKinds] = (),
 ) -> CasePage:
     """The context of one case's page."""
     return CasePage(
         name=history.name, page=file, table=table_rows(history), charts=case_charts(history),
-        findings=list(findings), sources=list(sources),
+        findings=list(findings), sources=list(sources), epochs=list(epochs),
     )
 
 
 def write_case(
     out: Path, history: CaseHistory, file: str, bugs_seen: Mapping[str, str],
     bug_pages: Mapping[str, str], sources: Sequence[tuple[str, str]] = (),
+    epochs: Sequence[EpochKinds] = (),
 ) -> None:
     """cases/<file>: the case's charts and values table, with the known bugs its
-    reproducer findings saw (``bugs_seen``: bug id -> status) and its public sources."""
+    reproducer findings saw (``bugs_seen``: bug id -> status), its public sources and its
+    software and hybrid epochs (``epochs``)."""
     from .render import render
 
     findings = [
@@ -78,8 +82,13 @@ def write_case(
         for bug_id, status in sorted(bugs_seen.items())
         if bug_id in bug_pages
     ]
-    page = case_page(history, file, findings, sources)
+    page = case_page(history, file, findings, sources, epochs)
     render("case.html.j2", out / "cases" / file, page=page, title=history.name, root="../")
+
+
+def row_anchor(version: str, stage: str) -> str:
+    """The HTML id of a (version, stage) row of the values table (the atlas links it)."""
+    return slug(f"{version}\0{stage}", "v-")
 
 
 def table_rows(history: CaseHistory) -> Markup:
@@ -93,8 +102,9 @@ def table_rows(history: CaseHistory) -> Markup:
         history.recorded.tolist(), figures,
     ):
         status = _text(outcome)
+        anchor = row_anchor(history.versions[version], stage)
         out.append(
-            f'<tr><td>{versions[version]}</td><td>{_text(stage)}</td><td class="n">{run_id}</td>'
+            f'<tr id="{anchor}"><td>{versions[version]}</td><td>{_text(stage)}</td><td class="n">{run_id}</td>'
             f'<td class="o-{status}">{status}{" (recorded)" if recorded else ""}</td>{cells}</tr>\n'
         )
     return Markup("".join(out))

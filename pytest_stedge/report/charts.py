@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from markupsafe import Markup
 
+from pytest_stedge.parsers.epoch_kinds import HYBRID_TEXT
 from pytest_stedge.report.visible import escape_visible as escape
 
 # Okabe-Ito based: distinguishable with the common colour-vision deficiencies.
@@ -56,10 +57,7 @@ PALETTE: dict[str, str] = {
 EPOCH_KINDS = ("hw", "ec", "sw", "hybrid")
 EPOCH_LABELS = {"hw": "HW", "ec": "EC", "sw": "SW", "hybrid": "hybrid (??)"}
 # What the tool's own "??" means, said wherever hybrid epochs are shown.
-HYBRID_NOTE = (
-    "hybrid (??): epochs that stedgeai's epoch table marks '??', run partly on the NPU "
-    "and partly in software"
-)
+HYBRID_NOTE = f"hybrid (??): {HYBRID_TEXT}"
 LOG_RATIO = 50.0  # a bar chart switches to a log axis when its largest value is this many
 # times its smallest positive one: one big case must not turn every other bar into a sliver
 

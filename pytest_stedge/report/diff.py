@@ -11,6 +11,7 @@ from markupsafe import Markup
 from . import charts
 from .charts import EPOCH_KINDS, Series
 from .data import CHART_ROWS, _h, chart_values, chunks, epochs_chart, slug
+from .placement_views import DiffPlacement, diff_placement
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
@@ -60,6 +61,7 @@ class DiffPage:
     base_runs: list[int] = field(default_factory=list, metadata=_h("runs holding base results, newest first"))
     head_runs: list[int] = field(default_factory=list, metadata=_h("runs holding head results, newest first"))
     charts: list[Markup] = field(default_factory=list, metadata=_h("memory and epoch charts of both versions"))
+    placement: DiffPlacement | None = field(default=None, metadata=_h("software and hybrid (??) epochs of both versions, and the operators moved between the NPU and the Cortex-M55"))
 
 
 def build_diff_page(report: DiffReport, store: Store) -> DiffPage:
@@ -99,6 +101,8 @@ def build_diff_page(report: DiffReport, store: Store) -> DiffPage:
         base_runs=runs.get(report.base, []),
         head_runs=runs.get(report.head, []),
         charts=_diff_charts(store, report.base, report.head),
+        placement=diff_placement(store, report.base, report.head, groups,
+                                 {(t.case_name, t.stage): t.anchor for t in tables}),
     )
 
 

@@ -4,7 +4,9 @@ Layout under the output folder (publishable as-is, e.g. on GitHub Pages)::
 
     index.html          overview: runs, bugs, cases
     matrix.html         bugs (rows) x toolchain versions (columns)
-    changes.html        every regression and improvement between consecutive versions
+    changes.html        every regression and improvement between consecutive versions, and
+                        the operators moved between the NPU and the Cortex-M55
+    atlas.html          operator x version: where each operator ran in the stored runs
     bugs/<slug>.html    one page per bug: registry entry, reproducers' figures, history
     cases/<slug>.html   one page per case: its metrics across versions, as charts
 
@@ -37,6 +39,8 @@ from .case_pages import write_case
 from .changes import SHOWN_KINDS, Change, release_changes
 from .data import FindingView, _h, slug, sorted_versions
 from .history import case_histories, case_history, case_table
+from .placement_views import MoveGroup
+from .site_placement import read_placement, write_atlas
 
 if TYPE_CHECKING:
     from pytest_stedge.store.database import Store
@@ -144,6 +148,10 @@ def _write_site(
         write_bug(render, out, row, findings, versions, order, started, case_pages, figures)
     del found
 
+    # the stored epoch tables, read once: the atlas, each case's SW/hybrid rows, the moves
+    placement = read_placement(store, order, case_pages)
+    write_atlas(render, out, placement.atlas)
+
     # case pages, one at a time from the store's columns
     listed: list[tuple[str, str, str, str]] = []
     from pytest_stedge.store.history import case_paths
@@ -155,13 +163,15 @@ def _write_site(
         file = case_pages[history.name]
         path = paths.get(history.name)
         sources = public_sources(Path(path), history.name) if path and Path(path).is_file() else []
-        write_case(out, history, file, seen.get(history.name, {}), pages, sources)
+        write_case(out, history, file, seen.get(history.name, {}), pages, sources,
+                   placement.kinds.get(history.name, ()))
         newest = int(history.version[-1])  # rows by version then stage: the last is newest
         listed.append((history.name, file, versions[newest], history.outcome[-1]))
 
     changes, counts = release_changes(store, table, bands=bands, cases=corpus, keep=CHANGES_SHOWN)
     del table
-    pairs = _write_changes(render, out, changes, counts, case_pages, order)
+    pairs = _write_changes(render, out, changes, counts, case_pages, order,
+                           placement.move_groups(order, case_pages))
     matrix = [rows[b.id] for b in bugs]
     render(
         "matrix.html.j2", out / "matrix.html", rows=matrix, versions=versions,
@@ -184,10 +194,11 @@ def _write_site(
 
 def _write_changes(
     render: Any, out: Path, changes: Sequence[Change], counts: Mapping[tuple[str, str, str], int],
-    case_pages: Mapping[str, str], order: Mapping[str, int],
+    case_pages: Mapping[str, str], order: Mapping[str, int], moves: Sequence[MoveGroup] = (),
 ) -> list[tuple[str, str, list[int]]]:
     """changes.html: per pair of consecutive versions, every kind of change but unchanged,
-    regressions first, each largest first."""
+    regressions first, each largest first; then the operators moved between the NPU and
+    the Cortex-M55 (``moves``)."""
     from .render import fmt_delta, fmt_metric, fmt_pct
 
     groups: dict[tuple[str, str, str], list[Change]] = {}
@@ -227,5 +238,6 @@ def _write_changes(
             ))
         summary.append((base, head, tally))
     render("changes.html.j2", out / "changes.html", groups=sections, pairs=summary,
-           kinds=[k.value for k in SHOWN_KINDS], title="Changes between releases", root="")
+           kinds=[k.value for k in SHOWN_KINDS], moves=list(moves),
+           title="Changes between releases", root="")
     return summary

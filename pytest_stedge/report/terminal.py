@@ -22,6 +22,8 @@ class SessionSummary:
     changes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # (base, head)
     updates: list[str] = field(default_factory=list)
     bounds: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)  # case -> (keys, checked)
+    # (base, head) -> per (case, stage): operators moved between the NPU and the Cortex-M55
+    placement: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
 
     def add_bounds(self, row: ItemRow) -> None:
         """Note which of its case's bounds a finished item checked."""
@@ -81,6 +83,7 @@ def write_summary(
             for line in lines:
                 write(f"      {line}")
     _write_changes(write, summary.changes)
+    _write_placement_moves(write, summary.placement)
     _write_placement(write, rows)
     _write_bugs(write, rows)
     unchecked = summary.unchecked_bounds()
@@ -185,6 +188,25 @@ def _write_placement(write: Callable[..., None], rows: list[ItemRow]) -> None:
         write("")
     for line in lines:
         write(line)
+
+
+def _write_placement_moves(
+    write: Callable[..., None], by_pair: dict[tuple[str, str], list[dict[str, Any]]]
+) -> None:
+    """Per baseline pair, the operators that moved between the NPU and the Cortex-M55,
+    listed by operator (a change of its own kind beside the metric table)."""
+    from ..case.recordings import release_key
+    from ..verdict.placement import format_by_operator, moves_by_operator
+
+    for base, head in sorted(by_pair, key=lambda p: (release_key(p[1]), release_key(p[0]))):
+        lines = format_by_operator(moves_by_operator(by_pair[(base, head)]))
+        if not lines:
+            continue
+        write("")
+        write(f"operators moved between the NPU and the Cortex-M55 against baseline {base} "
+              f"({head}):")
+        for line in lines:
+            write(f"  {line}")
 
 
 def _write_changes(

@@ -39,7 +39,7 @@ SUFFIX = ".jsonl"
 RESERVE_BYTES = 8 << 20  # the most reserved ahead at once
 FIRST_RESERVE_BYTES = 1 << 20  # reserved at the start; then as much again as was written
 _KEEP_SIZE = 1  # FALLOC_FL_KEEP_SIZE
-_NOT_STORED = ("changes", "update", "baseline_version")  # ItemRow fields the store never holds
+_NOT_STORED = ("changes", "update", "baseline_version", "placement_moves")  # ItemRow fields the store never holds
 
 
 _ROW_FIELDS = set(ItemRow.__dataclass_fields__)

@@ -27,6 +27,7 @@ class ItemRow:
     findings: list[dict[str, Any]] = field(default_factory=list)  # {bug_id, status, evidence}
     changes: list[dict[str, Any]] = field(default_factory=list)  # against the baseline (not stored)
     baseline_version: str | None = None  # the version those changes are against (not stored)
+    placement_moves: dict[str, Any] | None = None  # operators moved against it (not stored)
     update: dict[str, Any] | None = None  # what --stedge-update should write (not stored)
     expect_keys: list[str] = field(default_factory=list)  # the case's bounds (not stored)
     checked: list[str] = field(default_factory=list)  # bounds this item's stage checks (not stored)

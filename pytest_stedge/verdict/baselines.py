@@ -50,12 +50,15 @@ class Baselines:
 
     def remember(self, case_name: str, stage: str, version: str, row: Any) -> None:
         """Keep an item's figures for the versions after it."""
+        from ..parsers.epoch_kinds import op_counts
+
         self._session[(case_name, stage, version)] = Baseline(
             version=version,
             metrics=dict(row.metrics),
             model_sha256=row.model_sha256,
             options_hash=row.options_hash,
             options=(row.result or {}).get("options"),
+            placement=op_counts((row.result or {}).get("epochs")),
         )
 
     def to_data(self) -> dict[str, Any]:

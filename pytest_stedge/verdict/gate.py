@@ -21,6 +21,7 @@ from ..report.table import fmt_delta, fmt_number
 from ..result import Result
 from .compare import ChangeKind, MetricChange, compare_results, expectation_flags
 from .expect import Miss, check, format_misses, summarize_miss
+from .placement import baseline_moves
 
 GATING_KINDS = (ChangeKind.REGRESSED, ChangeKind.NEWLY_FAILING)
 
@@ -35,6 +36,8 @@ class Baseline:
     options_hash: str | None
     run_id: int | None = None
     options: list[str] | None = None  # the stated options (Result ``options``), when known
+    # software/hybrid epochs per operator (epoch_kinds.op_counts); None: no epoch table
+    placement: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for xdist workers)."""
@@ -50,6 +53,8 @@ class Verdict:
     findings: list[dict[str, Any]] = field(default_factory=list)
     failing_changes: list[MetricChange] = field(default_factory=list)
     baseline_version: str | None = None
+    # operators moved between the NPU and the Cortex-M55 against the baseline (verdict.placement)
+    placement_moves: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -98,6 +103,10 @@ def judge(
             and baseline.options_hash == (options_hash or case.options_hash())
         )
         verdict.baseline_version = baseline.version
+        why = "" if comparable else _why_not_comparable(
+            baseline, model_sha256, options_hash or case.options_hash(), result, version
+        )
+        verdict.placement_moves = baseline_moves(baseline.placement, result, comparable, why)
         verdict.changes = compare_results(
             case.name,
             stage,
@@ -108,9 +117,7 @@ def judge(
             default_band=default_band,
             base_ok=expectation_flags(case.bounds_for(stage, baseline.metrics), baseline.metrics),
             head_ok=expectation_flags(bounds, metrics),
-            note="" if comparable else _why_not_comparable(
-                baseline, model_sha256, options_hash or case.options_hash(), result, version
-            ),
+            note=why,
             metric_bands=metric_bands,
         )
         kinds = GATING_KINDS + ((ChangeKind.IMPROVED,) if strict_baseline else ())
