@@ -108,6 +108,10 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         "pytest_stedge/oracle/cinfo_measure.py",
         ["tests/test_oracle_cinfo.py"],
     ),
+    "cinfo_buffers": (
+        "pytest_stedge/oracle/cinfo_buffers.py",
+        ["tests/test_oracle_cinfo.py"],
+    ),
     "pools": (
         "pytest_stedge/oracle/pools.py",
         ["tests/test_oracle_expected.py"],
