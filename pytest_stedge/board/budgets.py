@@ -9,8 +9,28 @@ seconds, not after ``Timeouts.per_layer`` (1 h), and more reports than nodes are
 
 from __future__ import annotations
 
+import math
+
 from .errors import BoardProtocolError
 from .messages import Limits, NetworkInfo, Timeouts
+
+_MESSAGE_OVERHEAD = 512  # bytes of an output tensor message besides its data
+
+
+def run_budget(
+    timeouts: Timeouts, limits: Limits, rate: float, info: NetworkInfo, mode: str, *,
+    payload: int, header_bytes: int,
+) -> float:
+    """Seconds one run of ``info`` in ``mode`` may take at ``rate`` bytes/s: the run ack,
+    each input's packets (``payload`` bytes each, ``header_bytes`` of header) and its ack,
+    the inference, the outputs' messages, one small message of slack, and the node
+    reports of a per-layer mode (:func:`per_layer_budget`)."""
+    total = timeouts.run_ack + timeouts.op + limits.info_bytes / rate
+    for desc in info.inputs:
+        packets = math.ceil((desc.nbytes + 16) / payload)
+        total += timeouts.input_ack + timeouts.packet_sync + packets * (header_bytes + payload) / rate
+    total += sum(d.nbytes + _MESSAGE_OVERHEAD for d in info.outputs) / rate
+    return total + per_layer_budget(timeouts, limits, rate, info, mode)
 
 
 def per_layer_budget(

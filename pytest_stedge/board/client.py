@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -16,7 +15,8 @@ from pytest_stedge.errors import BoardError
 
 from . import protocol as bp
 from . import tensors as bt
-from .budgets import node_report_cap, per_layer_budget, too_many_reports
+from .answers import checked_answer, duration_ms, node_name
+from .budgets import node_report_cap, run_budget, too_many_reports
 from .errors import (
     FLASH_HINT,
     BoardCommunicationError,
@@ -43,12 +43,6 @@ from .specs import BoardSpec, open_port, parse_board_spec, resolve_board_spec
 
 _READ_POLL = 0.1  # pyserial read timeout: the longest we block before re-checking a limit
 _DRAIN_S = 2.0  # the longest a boot banner is swallowed before the sync
-_MESSAGE_OVERHEAD = 512  # bytes of an output tensor message besides its data
-
-
-def _ms(value: float) -> float:
-    """A float32 duration without its binary noise (0.01016 rather than 0.010160000063)."""
-    return float(f"{value:.7g}")
 
 
 class BoardClient:
@@ -197,13 +191,8 @@ class BoardClient:
         if operation != "run" or info is None:
             raise BoardError(f"no deadline for {operation!r}: accepted connect, sync, "
                              "system_info, network_info, or run with the network's info")
-        total = t.run_ack + t.op + slack
-        for desc in info.inputs:
-            packets = math.ceil((desc.nbytes + 16) / self._payload)
-            total += t.input_ack + t.packet_sync + packets * (self.header_bytes + self._payload
-                                                              ) / self._rate()
-        total += sum(d.nbytes + _MESSAGE_OVERHEAD for d in info.outputs) / self._rate()
-        return total + per_layer_budget(t, self.limits, self._rate(), info, mode)
+        return run_budget(t, self.limits, self._rate(), info, mode,
+                          payload=self._payload, header_bytes=self.header_bytes)
 
     @contextmanager
     def _operation(self, seconds: float) -> Iterator[None]:
@@ -279,7 +268,7 @@ class BoardClient:
         try:
             info = NetworkInfo.from_msg(msg)
             for desc in (*info.inputs, *info.outputs):
-                self._check_tensor_size(desc)
+                bt.check_tensor_size(desc, self.limits.tensor_bytes)
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: network #{index} descriptor: {exc}") from exc
         self._networks[index] = info
@@ -377,12 +366,12 @@ class BoardClient:
             flags = op["type"] >> 24
             counters = bt.decode_counters(op["counter_type"], op["counters"])
             if flags == 0:
-                out.duration_ms, out.counters = _ms(op["duration"]), counters
+                out.duration_ms, out.counters = duration_ms(op["duration"]), counters
                 break
             if len(out.nodes) >= most:
                 raise too_many_reports(self.where, most, info)
-            node = NodeResult(self._node_name(op, len(out.nodes)), op["type"] & 0xFFFFFF,
-                              op["id"], _ms(op["duration"]), counters)
+            node = NodeResult(node_name(op, len(out.nodes), self._sync), op["type"] & 0xFFFFFF,
+                              op["id"], duration_ms(op["duration"]), counters)
             out.nodes.append(node)
             if flags & bp.OP_WITHOUT_TENSOR:
                 continue
@@ -408,27 +397,11 @@ class BoardClient:
             oname = desc.name or info.outputs[j].name or f"output_{j}"
             out.outputs[oname], out.output_descs[oname] = arr, desc
 
-    def _node_name(self, op: Mapping[str, Any], position: int) -> str:
-        if op["name"]:
-            return str(op["name"])
-        if self._sync and self._sync.rtid & 0xFF == 4:  # N6: id = last_epoch << 16 | epoch
-            return f"epoch_{op['id'] & 0xFFFF}"
-        return f"node_{op['id'] if op['id'] else position}"
-
     def _tensor(self, msg: Mapping[str, Any]) -> tuple[bt.TensorDesc, np.ndarray]:
         try:
-            desc = bt.TensorDesc.from_msg(msg["desc"])
-            self._check_tensor_size(desc)
-            return desc, desc.array(msg["data"]["datas"])
+            return bt.received_tensor(msg, self.limits.tensor_bytes)
         except bp.WireError as exc:
             raise BoardProtocolError(f"{self.where}: {exc}") from exc
-
-    def _check_tensor_size(self, desc: bt.TensorDesc) -> None:
-        if desc.nbytes > self.limits.tensor_bytes:
-            raise bp.WireError(
-                f"tensor {desc.name or '?'}: its descriptor announces {desc.dtype}"
-                f"{list(desc.shape)} = {desc.nbytes} bytes; at most {self.limits.tensor_bytes}"
-                " bytes per tensor are accepted")
 
     # --- transactions ----------------------------------------------------------------
     def _set_payload(self, size: int) -> None:
@@ -463,21 +436,7 @@ class BoardClient:
             if self.on_log:
                 self.on_log(line)
             self._send(bp.host_ack(), wait.end)
-        if msg["reqid"] != self._reqid:
-            raise BoardProtocolError(f"{self.where}: answer to request {msg['reqid']} while "
-                                     f"waiting for request {self._reqid} (link out of step)")
-        kind = next((k for k in bp.PAYLOADS if msg.get(k) is not None), "nothing")
-        if msg["state"] == bp.S_ERROR and kind == "ack":
-            err = msg["ack"]
-            name = bp.ERROR_NAMES.get(err["error"], err["error"])
-            raise BoardRequestError(f"{self.where} refused the request: {name} (param "
-                                    f"{err['param']}) while {payload!r} was expected")
-        if kind != payload or msg["state"] not in states:
-            raise BoardProtocolError(
-                f"{self.where}: received {kind!r} in state "
-                f"{bp.STATE_NAMES.get(msg['state'], msg['state'])} while {payload!r} in "
-                f"{'/'.join(bp.STATE_NAMES[s] for s in states)} was expected")
-        return dict(msg[payload])
+        return checked_answer(msg, self._reqid, payload, states, self.where)
 
     def _receive(self, wait: Wait) -> dict[str, Any]:
         link = self._need_link()

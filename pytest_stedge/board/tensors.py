@@ -138,3 +138,25 @@ def decode_counters(counter_type: int, counters: Sequence[int]) -> list[int]:
     if (counter_type >> 16) & 0xFFFF == bp.COUNTER_FMT_64B:
         return [counters[i] | (counters[i + 1] << 32) for i in range(0, len(counters) - 1, 2)]
     return list(counters)
+
+
+def check_tensor_size(desc: TensorDesc, limit: int) -> None:
+    """Refuse a descriptor that announces more than ``limit`` bytes, before any data is read.
+
+    :raises protocol.WireError: naming the tensor, its type and shape, and the limit.
+    """
+    if desc.nbytes > limit:
+        raise bp.WireError(
+            f"tensor {desc.name or '?'}: its descriptor announces {desc.dtype}"
+            f"{list(desc.shape)} = {desc.nbytes} bytes; at most {limit}"
+            " bytes per tensor are accepted")
+
+
+def received_tensor(msg: Mapping[str, Any], limit: int) -> tuple[TensorDesc, np.ndarray]:
+    """The descriptor and array of a received tensor message (its size checked first).
+
+    :raises protocol.WireError: an oversized or malformed tensor.
+    """
+    desc = TensorDesc.from_msg(msg["desc"])
+    check_tensor_size(desc, limit)
+    return desc, desc.array(msg["data"]["datas"])
