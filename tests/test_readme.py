@@ -179,6 +179,23 @@ def test_the_main_job_runs_without_the_test_extras_plugins(tmp_path: Path) -> No
     assert "corpus/light/vgg19/case.toml::oracle" in done.stdout
 
 
+def test_the_main_job_passes_on_this_checkout(tmp_path: Path) -> None:
+    """README command 1 ends in `pytest corpus`: on a machine without stedgeai (CI) every case
+    the corpus holds must pass, replay or skip saying why. An oracle change that moves a
+    figure the corpus expects (the admissible floor halved nine `== B` expectations) fails
+    here, not first in CI's main job."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "corpus", "-q", "-p", "no:cacheprovider",
+         "--stedge-db", str(tmp_path / "db.duckdb"), "--stedge-workdir", str(tmp_path / "w"),
+         "--stedge-report", "none"],
+        cwd=PROJECT, capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "STEDGEAI_CORE_DIR": str(tmp_path / "no-install")},
+    )
+    tail = done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    assert " passed" in done.stdout and "INTERNALERROR" not in done.stdout + done.stderr, tail
+
+
 def _venv_run(venv: Path, *argv: str, cwd: Path = PROJECT) -> subprocess.CompletedProcess[str]:
     """A command of the throwaway venv, as `. .venv/bin/activate` would find it."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
