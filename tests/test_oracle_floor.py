@@ -18,7 +18,7 @@ from pytest_stedge.oracle.graph import build_graph
 from pytest_stedge.oracle.memory import analyze_graph
 
 
-def _floor(nodes: list[Any], inputs: dict[str, int], outputs: dict[str, int],
+def _floor(nodes: list[Any], inputs: dict[str, int | str], outputs: dict[str, int | str],
            weights: dict[str, tuple[int, int]], target: str = "stm32h7") -> dict[str, Any]:
     inits = [numpy_helper.from_array(np.ones(shape, np.float32), name) for name, shape in weights.items()]
     graph = helper.make_graph(
@@ -131,3 +131,91 @@ def test_a_dense_layer_on_several_rows_runs_in_place_on_one_row_does_not() -> No
     # 4 rows of 8: row i of the output reads row i of the input only, and may be written
     # over it once read: the 128 B input becomes the 128 B output in place
     assert dense(4, 8)["lower_bound_bytes"] == 128
+
+
+# The tests below each kill a mutant of oracle/floor.py that the graphs above let
+# through (numbers as `python tools/mutate.py floor --list` gives them).
+
+
+def test_a_skip_tensor_read_right_after_the_operator_it_passes() -> None:
+    # x (32 B) -> relu -> a (32 B) -> mm1 -> m (128 B) -> mm2 -> n (32 B); y = add(n, a).
+    # a is made by an operator (not a graph input) and read by add, the operator right
+    # after mm2: every order holds it while mm2 runs. mm2: a + m + n = 192; mm1: a + m =
+    # 160 (a has a later reader, and a dense layer on one row keeps its input anyway);
+    # relu writes a over x: 32; add writes y over n: 64; start and end 32.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("MatMul", ["a", "w1"], ["m"], name="mm1"),
+        helper.make_node("MatMul", ["m", "w2"], ["n"], name="mm2"),
+        helper.make_node("Add", ["n", "a"], ["y"], name="add"),
+    ]
+    r = _floor(nodes, {"x": 8}, {"y": 8}, {"w1": (8, 32), "w2": (32, 8)})
+    assert r["lower_bound_bytes"] == 32 + 128 + 32 == 192
+    assert r["floor"]["where"] == "mm2"
+    assert {t["name"]: t["bytes"] for t in r["floor"]["tensors"]} == {"a": 32, "m": 128, "n": 32}
+
+
+def test_a_graph_input_read_two_operators_later_through_a_view() -> None:
+    # x (32 B) -> mm1 -> a (128 B) -> mm2 -> b (32 B); v = Identity(x), placed after mm2 in
+    # the file; y = add(b, v). The view is x itself (no step, no copy), so x is read by
+    # add and every order holds it through mm2: x + a + b = 192 (mm1: x + a = 160; add
+    # writes y over b: 64).
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+        helper.make_node("MatMul", ["a", "w2"], ["b"], name="mm2"),
+        helper.make_node("Identity", ["x"], ["v"], name="view"),
+        helper.make_node("Add", ["b", "v"], ["y"], name="add"),
+    ]
+    r = _floor(nodes, {"x": 8}, {"y": 8}, {"w1": (8, 32), "w2": (32, 8)})
+    assert r["lower_bound_bytes"] == 32 + 128 + 32 == 192
+    assert r["floor"]["where"] == "mm2"
+
+
+def test_an_input_read_again_later_is_not_written_over() -> None:
+    # b (8 floats, 32 B) and c (32 floats, 128 B) are inputs. relu: r = relu(b);
+    # mm: s = r x w1 (32 B); cat: t = concat(r, c) (160 B); mm2: q = t x w2 (4 B);
+    # add: y = b + s (32 B). Outputs y and q.
+    # relu runs first in every order. b is read again by add, which runs after relu in
+    # every order (through r -> mm -> s), so relu may not write r over b; c is read by
+    # cat, also after relu: relu holds b + c + r = 192.
+    # The others: mm holds r + s + b (add after it) = 96; cat writes r and c into t (both
+    # die there: mm needs no order after cat): 160; mm2: t + q = 164; add writes y over b
+    # or s: 64; start b + c = 160; end y + q = 36. Floor 192 at relu.
+    nodes = [
+        helper.make_node("Relu", ["b"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w1"], ["s"], name="mm"),
+        helper.make_node("Concat", ["r", "c"], ["t"], axis=1, name="cat"),
+        helper.make_node("MatMul", ["t", "w2"], ["q"], name="mm2"),
+        helper.make_node("Add", ["b", "s"], ["y"], name="add"),
+    ]
+    r = _floor(nodes, {"b": 8, "c": 32}, {"y": 8, "q": 1}, {"w1": (8, 8), "w2": (40, 1)})
+    assert r["lower_bound_bytes"] == 32 + 128 + 32 == 192
+    assert r["floor"]["where"] == "relu"
+    assert r["floor"]["in_place"] == []
+
+
+def test_an_unresolved_tensor_counts_nothing_and_hides_nothing() -> None:
+    # x is [1, L] (L unknown): x and y = x * c have no size. mean: m = mean(x) (4 B);
+    # mm1: a = m x w1 (64 B); mm2: b = a x w2 (4 B); add: c = b + m (4 B); mul: y = x * c.
+    # m is read by add after mm2 in every order: mm2 holds a + b + m = 72 (mm1: m + a =
+    # 68; add writes c over b: 8; the unknown x and y count 0 wherever they are live).
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[1], keepdims=1),
+        helper.make_node("MatMul", ["m", "w1"], ["a"], name="mm1"),
+        helper.make_node("MatMul", ["a", "w2"], ["b"], name="mm2"),
+        helper.make_node("Add", ["b", "m"], ["c"], name="add"),
+        helper.make_node("Mul", ["x", "c"], ["y"], name="mul"),
+    ]
+    r = _floor(nodes, {"x": "L"}, {"y": "L"}, {"w1": (1, 16), "w2": (16, 1)})
+    assert sorted(r["unresolved_tensors"]) == ["x", "y"]
+    assert r["lower_bound_bytes"] == 64 + 4 + 4 == 72
+    assert r["floor"]["where"] == "mm2"
+    assert {t["name"]: t["bytes"] for t in r["floor"]["tensors"]} == {"a": 64, "b": 4, "m": 4}
+
+
+def test_a_model_of_views_only_holds_its_input() -> None:
+    # y = Identity(x): no operator runs, y is x; the floor is x's 32 B, held from the
+    # start to the end
+    nodes = [helper.make_node("Identity", ["x"], ["y"], name="view")]
+    r = _floor(nodes, {"x": 8}, {"y": 8}, {})
+    assert r["lower_bound_bytes"] == 32
