@@ -17,14 +17,20 @@ from pytest_stedge.oracle.deploy import deployment_for
 from pytest_stedge.oracle.graph import build_graph
 from pytest_stedge.oracle.memory import analyze_graph
 
+Width = int | str | tuple[int, int]  # [1, w] (w may be symbolic), or a full 2-D shape
 
-def _floor(nodes: list[Any], inputs: dict[str, int | str], outputs: dict[str, int | str],
+
+def _shape(w: Width) -> list[int | str]:
+    return list(w) if isinstance(w, tuple) else [1, w]
+
+
+def _floor(nodes: list[Any], inputs: dict[str, Width], outputs: dict[str, Width],
            weights: dict[str, tuple[int, int]], target: str = "stm32h7") -> dict[str, Any]:
     inits = [numpy_helper.from_array(np.ones(shape, np.float32), name) for name, shape in weights.items()]
     graph = helper.make_graph(
         nodes, "g",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, w]) for n, w in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, w]) for n, w in outputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, _shape(w)) for n, w in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, _shape(w)) for n, w in outputs.items()],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -100,6 +106,7 @@ def test_the_inputs_given_before_anything_runs() -> None:
     r = _floor(nodes, {"p": 16, "q": 16}, {"a": 1, "b": 1}, {"w1": (16, 1), "w2": (16, 1)})
     assert r["lower_bound_bytes"] == 128
     assert r["floor"]["where"] == "inputs at the start"
+    assert r["floor"]["saved_bytes"] == 0 and r["floor"]["in_place"] == []  # nothing ran
 
 
 def test_the_outputs_all_there_at_the_end() -> None:
@@ -219,3 +226,87 @@ def test_a_model_of_views_only_holds_its_input() -> None:
     nodes = [helper.make_node("Identity", ["x"], ["y"], name="view")]
     r = _floor(nodes, {"x": 8}, {"y": 8}, {})
     assert r["lower_bound_bytes"] == 32
+
+
+def test_a_skip_tensor_passes_after_an_operator_of_another_branch() -> None:
+    # x (32 B). File order: mm1: a = x w1 (32 B); relu: z = relu(x) (32 B, a graph
+    # output, a branch of its own); mm2: d = a w2 (128 B); mm3: e = d w3 (32 B);
+    # add: y = e + a. relu, right after a's producer, is not after mm1 in every order,
+    # but mm3 is, and add reads a after it: mm3 holds a + d + e = 192 (mm2: a + d = 160;
+    # mm1: x + a = 64; relu: in place 32; add: y over e or a, 64; end y + z = 64).
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["a"], name="mm1"),
+        helper.make_node("Relu", ["x"], ["z"], name="relu"),
+        helper.make_node("MatMul", ["a", "w2"], ["d"], name="mm2"),
+        helper.make_node("MatMul", ["d", "w3"], ["e"], name="mm3"),
+        helper.make_node("Add", ["e", "a"], ["y"], name="add"),
+    ]
+    r = _floor(nodes, {"x": 8}, {"y": 8, "z": 8}, {"w1": (8, 8), "w2": (8, 32), "w3": (32, 8)})
+    assert r["lower_bound_bytes"] == 32 + 128 + 32 == 192
+    assert r["floor"]["where"] == "mm3"
+
+
+def test_a_graph_output_is_never_fused_away() -> None:
+    # x, c1, c2 (32 floats, 128 B each). relu: o = relu(x) (128 B, a graph output);
+    # mean: m = mean(o) (4 B); then two branches: q1 = c1 * m (128 B), s1 = sum(q1)
+    # (4 B); the same with c2. Outputs o, s1, s2.
+    # mean holds o + m and both c1 and c2 (each read in a branch after it): 388. The MCU
+    # runtime may fuse a reduction into the operator before it, but o is stored (it is
+    # an output) whatever the kernel does. Elsewhere: start x + c1 + c2 = 384; relu, in
+    # place: 384; mul1 writes q1 over c1: o + c1 + m = 260 (c2 is not held: the other
+    # branch may run first); sum1: o + q1 + s1 = 260; the same for branch 2; end 136.
+    # (Fusing o away would leave x + m + c1 + c2 - 4 = 384 at the mean.)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["o"], name="relu"),
+        helper.make_node("ReduceMean", ["o"], ["m"], name="mean", axes=[1], keepdims=1),
+        helper.make_node("Mul", ["c1", "m"], ["q1"], name="mul1"),
+        helper.make_node("ReduceSum", ["q1"], ["s1"], name="sum1", keepdims=1),
+        helper.make_node("Mul", ["c2", "m"], ["q2"], name="mul2"),
+        helper.make_node("ReduceSum", ["q2"], ["s2"], name="sum2", keepdims=1),
+    ]
+    r = _floor(nodes, {"x": 32, "c1": 32, "c2": 32}, {"o": 32, "s1": 1, "s2": 1}, {})
+    assert r["lower_bound_bytes"] == 128 + 4 + 128 + 128 == 388
+    assert r["floor"]["where"] == "mean"
+    assert r["floor"]["fused"] == []
+
+
+def test_a_broadcast_add_writes_over_one_input_not_both() -> None:
+    # p [1, 16] (64 B) + q [4, 1] (16 B) -> y [4, 16] (256 B) -> relu -> z (256 B, the
+    # output). Element-wise, y may be written over ONE dying input (the larger, p), not
+    # over both: add holds 64 + 16 + 256 - 64 = 272 (the same with the relu fused into
+    # it, z written in place of y); relu alone, in place: 256; end 256.
+    nodes = [
+        helper.make_node("Add", ["p", "q"], ["y"], name="add"),
+        helper.make_node("Relu", ["y"], ["z"], name="relu"),
+    ]
+    r = _floor(nodes, {"p": 16, "q": (4, 1)}, {"z": (4, 16)}, {})
+    assert r["lower_bound_bytes"] == 64 + 16 + 256 - 64 == 272
+    assert r["floor"]["in_place"] == ["p"] and r["floor"]["saved_bytes"] == 64
+
+
+def test_a_dense_layer_on_several_rows_grows_over_its_dying_input() -> None:
+    # x [4, 8] (128 B) -> relu -> a (in place, 128 B) -> mm (w 8x16) -> y [4, 16]
+    # (256 B) -> sum over each row -> s [4, 1] (16 B). Written row by row, y may lie
+    # over a (a dies at mm): 128 + 256 - 128 = 256; the sum writes s over y: 256.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("MatMul", ["a", "w"], ["y"], name="mm"),
+        helper.make_node("ReduceSum", ["y"], ["s"], name="sum", axes=[1], keepdims=1),
+    ]
+    r = _floor(nodes, {"x": (4, 8)}, {"s": (4, 1)}, {"w": (8, 16)})
+    assert r["lower_bound_bytes"] == 256
+
+
+def test_a_dense_layer_on_rows_writes_over_its_row_operand_only() -> None:
+    # p [4, 8] (128 B) -> relu -> a (in place, 128 B); k [8, 16] (512 B, an input);
+    # y = a k [4, 16] (256 B). Row i of y reads row i of a and the whole of k: y may lie
+    # over a, never over k, although both die at mm. mm: 128 + 512 + 256 - 128 = 768
+    # (over k it would be 640); start p + k = 640; relu in place, k held: 640; end 256.
+    nodes = [
+        helper.make_node("Relu", ["p"], ["a"], name="relu"),
+        helper.make_node("MatMul", ["a", "k"], ["y"], name="mm"),
+    ]
+    r = _floor(nodes, {"p": (4, 8), "k": (8, 16)}, {"y": (4, 16)}, {})
+    assert r["lower_bound_bytes"] == 128 + 512 + 256 - 128 == 768
+    assert r["floor"]["where"] == "mm"
+    assert r["floor"]["in_place"] == ["a"]
