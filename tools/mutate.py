@@ -114,7 +114,7 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "pools": (
         "pytest_stedge/oracle/pools.py",
-        ["tests/test_oracle_expected.py"],
+        ["tests/test_oracle_pools.py", "tests/test_oracle_expected.py"],
     ),
     "metrics": (
         "pytest_stedge/oracle/metrics.py",
