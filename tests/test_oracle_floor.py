@@ -310,3 +310,26 @@ def test_a_dense_layer_on_rows_writes_over_its_row_operand_only() -> None:
     assert r["lower_bound_bytes"] == 128 + 512 + 256 - 128 == 768
     assert r["floor"]["where"] == "mm"
     assert r["floor"]["in_place"] == ["a"]
+
+
+def test_a_chain_longer_than_the_group_search_stays_a_floor() -> None:
+    # x [1, 1, 8, 8] (256 B) -> conv (8 filters 3x3, pad 1) -> t0 [1, 8, 8, 8] (2,048 B)
+    # -> 5 relus -> t5 (2,048 B) -> global average pool -> y [1, 8, 1, 1] (32 B).
+    # Every link may be fused on an MCU (an activation into the layer before it, a
+    # pooling into a unary operator before it): one kernel for all 7 operators never
+    # stores a 2,048 B tensor and may write y over x, which dies there: 256 B, as at the
+    # start. The search of fused groups stops at 6 members; an operator whose search
+    # stopped gives no figure rather than one that some schedule beats (2,048 B, when
+    # the limit cut the chain).
+    w = numpy_helper.from_array(np.ones((8, 1, 3, 3), np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["t0"], pads=[1, 1, 1, 1], name="conv")]
+    nodes += [helper.make_node("Relu", [f"t{k}"], [f"t{k + 1}"], name=f"relu{k}") for k in range(5)]
+    nodes.append(helper.make_node("GlobalAveragePool", ["t5"], ["y"], name="pool"))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])], [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    r = analyze_graph(build_graph(model), deployment=deployment_for("stm32h7"))
+    assert r["lower_bound_bytes"] == 256

@@ -219,15 +219,20 @@ def _fusable(
     return found
 
 
-def _groups(v: int, links: dict[int, set[int]]) -> list[frozenset[int]]:
+def _groups(v: int, links: dict[int, set[int]]) -> tuple[list[frozenset[int]], bool]:
     """Connected groups of fusable neighbours containing ``v`` (up to _MAX_GROUP members,
-    _MAX_GROUPS groups)."""
+    _MAX_GROUPS groups), and whether they are all of them (False: the search stopped at a
+    limit with groups left untried)."""
     seen: set[frozenset[int]] = {frozenset({v})}
     frontier = [frozenset({v})]
-    while frontier and len(seen) < _MAX_GROUPS:
+    complete = True
+    while frontier:
+        if len(seen) >= _MAX_GROUPS:
+            return list(seen), False
         grown = []
         for group in frontier:
             if len(group) >= _MAX_GROUP:
+                complete = complete and all(w in group for u in group for w in links.get(u, ()))
                 continue
             for u in group:
                 for w in links.get(u, ()):
@@ -236,7 +241,7 @@ def _groups(v: int, links: dict[int, set[int]]) -> list[frozenset[int]]:
                         seen.add(bigger)
                         grown.append(bigger)
         frontier = grown
-    return list(seen)
+    return list(seen), complete
 
 
 @dataclass
@@ -255,7 +260,11 @@ class _Context:
 def _least_at(v: int, at: _Context) -> Floor:
     """The least any schedule holds while operator ``v`` runs (alone or fused)."""
     dag, sizes = at.dag, at.sizes
-    groups = _groups(v, at.links) if v in at.links else [frozenset({v})]
+    groups, complete = _groups(v, at.links) if v in at.links else ([frozenset({v})], True)
+    if not complete:
+        # a group left untried may hold less than every group tried (a chain of more
+        # fusable operators than _MAX_GROUP, fused whole): no figure here is a floor
+        return Floor(0, at.node_of[v].name)
     best: Floor | None = None
     for group in groups:
         internal = {
