@@ -1,0 +1,129 @@
+"""The c_info measurement (``oracle/cinfo_measure.py``) on small buffer layouts counted by hand.
+
+Each layout is what a c_info's buffer table says (pool, offset, size, first and last
+epoch, kind); the expected parts are worked out beside each test. The real c_infos of
+../shared are measured in test_oracle_cinfo.py; these pin the rules one at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_stedge.oracle.cinfo_buffers import ToolBuffer
+from pytest_stedge.oracle.cinfo_measure import FloorTensors, measure, merge_aliases
+
+
+def _buf(name: str, offset: int, size: int, start: int, end: int, *, pool: int = 0,
+         kind: str = "core", nbits: int = 0) -> ToolBuffer:
+    return ToolBuffer(name, pool, offset, size, start, end, scratch=kind == "scratch",
+                      is_float=nbits == 32, kind=kind, nbits=nbits)
+
+
+def _measure(bufs: list[ToolBuffer], used: int, floor: FloorTensors | None = None, *,
+             reported: int | None = None, alignment: int = 1,
+             params: list[ToolBuffer] | None = None) -> dict[str, Any]:
+    pools = {0: {"name": "RAM", "alignment": alignment}}
+    return measure(bufs, params or [], pools, {0: used}, set(),
+                   used if reported is None else reported, floor)
+
+
+def _parts(result: dict[str, Any]) -> dict[str, int]:
+    return {p["kind"]: p["bytes"] for p in result["parts"]}
+
+
+def _names(result: dict[str, Any], kind: str) -> list[str]:
+    return next(p["buffers"] for p in result["parts"] if p["kind"] == kind)
+
+
+def test_one_buffer_used_again_at_its_last_epoch_is_one_buffer() -> None:
+    # a (epochs 0-1) and b (1-2) at the same address and size: at epoch 1 the tool hands
+    # the bytes of a to b (a layer done in place), so they are one 64 B buffer alive
+    # 0-2; c at the same address from epoch 3 is another one
+    merged = merge_aliases([
+        _buf("a", 0, 64, 0, 1), _buf("b", 0, 64, 1, 2, kind="pad_layers"),
+        _buf("c", 0, 64, 3, 4),
+    ])
+    assert [(m.name, m.start, m.end, m.kind) for m in merged] == [
+        ("a", 0, 2, "pad_layers"),  # a pad layer done in place names the buffer
+        ("c", 3, 4, "core"),
+    ]
+    # the liveness of the tool's buffers counts the 64 B once
+    assert _measure([_buf("a", 0, 64, 0, 1), _buf("b", 0, 64, 1, 2)], 64)["tool_bound"] == 64
+
+
+def test_the_first_kind_that_names_a_shared_buffer_stays() -> None:
+    # a pad layer's buffer, then a copy in the same bytes: it stays a pad-layer buffer
+    merged = merge_aliases([
+        _buf("p", 0, 64, 0, 1, kind="pad_layers"), _buf("k", 0, 64, 1, 2, kind="copies"),
+    ])
+    assert [(m.name, m.kind) for m in merged] == [("p", "pad_layers")]
+
+
+def test_a_tensor_stored_at_its_own_size_is_matched_before_a_16_bit_copy() -> None:
+    # the floor holds t (100 B). Live at epoch 0: "same" (100 B) and "wide" (200 B, a
+    # 16-bit copy of a 100 B tensor). t is the model tensor "same"; "wide" is the tool's
+    # own: the tool tensors part holds 200 B, nothing is cut_16bit.
+    bufs = [_buf("same", 0, 100, 0, 0), _buf("wide", 100, 200, 0, 0, nbits=16)]
+    r = _measure(bufs, 300, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == [] and r["unexplained_bytes"] == 0
+    assert _parts(r)["tool_tensors"] == 200 and _names(r, "tool_tensors") == ["wide"]
+    assert "cut_16bit" not in _parts(r)
+
+
+def test_padding_up_to_16_bytes_or_one_percent_is_the_same_tensor() -> None:
+    # a 100 B tensor in a 116 B buffer: the same tensor, 16 B of alignment; a 117 B
+    # buffer is another tensor (the tool's own, 117 B), and the floor's 100 B are held
+    # nowhere: unexplained 117 - (100 + 117) = -100
+    r = _measure([_buf("b", 0, 116, 0, 0)], 116, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == [] and _parts(r)["alignment"] == 16
+    assert r["unexplained_bytes"] == 0
+    r = _measure([_buf("b", 0, 117, 0, 0)], 117, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
+    assert _parts(r)["tool_tensors"] == 117 and r["unexplained_bytes"] == 117 - 100 - 117
+    # 10,100 B: 1% is 101 B of slack; 102 B larger is another tensor
+    r = _measure([_buf("b", 0, 10_201, 0, 0)], 10_201, FloorTensors(10_100, [("t", 10_100)]))
+    assert r["floor_tensors_missing"] == [] and _parts(r)["alignment"] == 101
+    r = _measure([_buf("b", 0, 10_202, 0, 0)], 10_202, FloorTensors(10_100, [("t", 10_100)]))
+    assert r["floor_tensors_missing"] == ["t"]
+
+
+def test_buffer_ends_rounded_to_a_2_byte_alignment() -> None:
+    # one 3 B buffer in a pool aligned to 2: its end rounds to 4, the extra byte is the
+    # alignment part (the pool's high-water mark is 4)
+    r = _measure([_buf("b", 0, 3, 0, 0)], 4, alignment=2)
+    assert _parts(r)["alignment"] == 1 and r["unexplained_bytes"] == 0
+
+
+def test_a_tensor_stored_in_16_bits_is_the_models_tensor_cut_wider() -> None:
+    # t (100 B, int8) in a 16-bit buffer of 200 B, up to 16 B apart: 216 B holds it
+    # (116 B of it are the 16-bit cut), 217 B does not
+    r = _measure([_buf("w", 0, 216, 0, 0, nbits=16)], 216, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == []
+    assert _parts(r)["cut_16bit"] == 116 and r["unexplained_bytes"] == 0
+    r = _measure([_buf("w", 0, 217, 0, 0, nbits=16)], 217, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
+
+
+def test_a_tensor_stored_in_32_bits_is_a_float_conversion() -> None:
+    # t (100 B) in a 32-bit buffer of 400 B: 300 B are the float conversion; 417 B is
+    # another tensor
+    r = _measure([_buf("f", 0, 400, 0, 0, nbits=32)], 400, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == []
+    assert _parts(r)["float_conversions"] == 300 and r["unexplained_bytes"] == 0
+    r = _measure([_buf("f", 0, 417, 0, 0, nbits=32)], 417, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
+    # a 16-bit buffer of 4 x 100 B is not t stored wider (16 bits is twice, not 4 times)
+    r = _measure([_buf("w", 0, 400, 0, 0, nbits=16)], 400, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
+
+
+def test_a_padded_tensor_is_up_to_half_again_its_size() -> None:
+    # t (100 B) in a pad layer's 150 B buffer: 50 B of padding; 151 B is too much, and a
+    # 150 B buffer of another kind is another tensor
+    r = _measure([_buf("p", 0, 150, 0, 0, kind="pad_layers")], 150, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == []
+    assert _parts(r)["pad_layers"] == 50 and r["unexplained_bytes"] == 0
+    r = _measure([_buf("p", 0, 151, 0, 0, kind="pad_layers")], 151, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
+    r = _measure([_buf("c", 0, 150, 0, 0)], 150, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
