@@ -102,6 +102,9 @@ def test_a_tensor_stored_in_16_bits_is_the_models_tensor_cut_wider() -> None:
     assert _parts(r)["cut_16bit"] == 116 and r["unexplained_bytes"] == 0
     r = _measure([_buf("w", 0, 217, 0, 0, nbits=16)], 217, FloorTensors(100, [("t", 100)]))
     assert r["floor_tensors_missing"] == ["t"]
+    # twice the size but 8 bits wide: another tensor
+    r = _measure([_buf("b", 0, 200, 0, 0, nbits=8)], 200, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == ["t"]
 
 
 def test_a_tensor_stored_in_32_bits_is_a_float_conversion() -> None:
@@ -127,3 +130,49 @@ def test_a_padded_tensor_is_up_to_half_again_its_size() -> None:
     assert r["floor_tensors_missing"] == ["t"]
     r = _measure([_buf("c", 0, 150, 0, 0)], 150, FloorTensors(100, [("t", 100)]))
     assert r["floor_tensors_missing"] == ["t"]
+
+
+def test_the_parts_are_measured_where_the_floors_tensors_are_live() -> None:
+    # a (64 B, epoch 0) at 0; b (64 B, epochs 1-2) at 0; c (32 B, epoch 2) at 64. The
+    # floor holds b and c (96 B): they are live together at epoch 2 only. Used 96 B:
+    # the model part is all of it.
+    bufs = [_buf("a", 0, 64, 0, 0), _buf("b", 0, 64, 1, 2), _buf("c", 64, 32, 2, 2)]
+    r = _measure(bufs, 96, FloorTensors(96, [("b", 64), ("c", 32)]))
+    assert r["epoch"] == 2
+    assert r["unexplained_bytes"] == 0 and r["clean"]
+    assert _parts(r) == {"model": 96, "tool_tensors": 0}
+
+
+def test_a_pool_that_peaks_elsewhere_is_named_with_the_buffers_there() -> None:
+    # the floor's t (40 B) is a, live at epoch 0 alone; at epoch 1 b and c (64 B each,
+    # at 0 and 64, neither 40 B up to padding) fill the pool to 128 B. At epoch 0: model
+    # 40, and 128 - 40 = 88 B the pool holds at epoch 1 (b and c are not live at 0)
+    bufs = [_buf("a", 0, 40, 0, 0), _buf("b", 0, 64, 1, 1), _buf("c", 64, 64, 1, 1)]
+    r = _measure(bufs, 128, FloorTensors(40, [("t", 40)]))
+    assert r["epoch"] == 0
+    assert _parts(r)["peak_elsewhere"] == 88
+    assert sorted(_names(r, "peak_elsewhere")) == ["b (epoch 1)", "c (epoch 1)"]
+    assert r["unexplained_bytes"] == 0 and r["tool_bound"] == 128
+
+
+def test_overlaid_buffers_and_memory_never_reused() -> None:
+    # a [0, 64) and b [32, 96) live together (b written over the end of a): 128 B of
+    # buffers in 96 B of addresses, overlay -32. The pool reports 100 B used: 4 B above
+    # every live range, never reused.
+    bufs = [_buf("a", 0, 64, 0, 0), _buf("b", 32, 64, 0, 0)]
+    r = _measure(bufs, 100)
+    parts = _parts(r)
+    assert parts["tool_tensors"] == 128 and parts["overlay"] == -32 and parts["reuse_lost"] == 4
+    assert _names(r, "overlay") == ["b over a"]
+    assert r["unexplained_bytes"] == 0 and r["clean"]  # overlay may be negative
+
+
+def test_the_floors_in_place_writes_are_their_own_part() -> None:
+    # the floor (64 B) writes y over x and saves 32 B: its tensors x (32 B) and y (64 B)
+    # sum to 96; the tool holds both in 96 B. Parts: model 64 + in_place_assumed 32 = 96.
+    bufs = [_buf("x", 0, 32, 0, 0), _buf("y", 32, 64, 0, 0)]
+    floor = FloorTensors(64, [("x", 32), ("y", 64)], saved=32, in_place=("x",))
+    r = _measure(bufs, 96, floor)
+    assert _parts(r)["model"] == 64 and _parts(r)["in_place_assumed"] == 32
+    assert _names(r, "in_place_assumed") == ["x"]
+    assert r["unexplained_bytes"] == 0

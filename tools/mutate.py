@@ -106,7 +106,7 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "cinfo_measure": (
         "pytest_stedge/oracle/cinfo_measure.py",
-        ["tests/test_oracle_cinfo.py"],
+        ["tests/test_oracle_cinfo_measure.py", "tests/test_oracle_cinfo.py"],
     ),
     "cinfo_buffers": (
         "pytest_stedge/oracle/cinfo_buffers.py",
