@@ -176,3 +176,18 @@ def test_the_floors_in_place_writes_are_their_own_part() -> None:
     assert _parts(r)["model"] == 64 and _parts(r)["in_place_assumed"] == 32
     assert _names(r, "in_place_assumed") == ["x"]
     assert r["unexplained_bytes"] == 0
+
+
+def test_every_floor_tensor_finds_a_buffer_when_one_assignment_exists() -> None:
+    # the floor holds u (90 B) and v (100 B); the tool holds 100 B and 110 B buffers at
+    # epoch 0. u fits 90-106 B, v 100-116 B: u in the 100 B buffer (10 B padding), v in
+    # the 110 B one (10 B): both found, 20 B of alignment. (v first into the 100 B buffer
+    # would leave u nowhere.)
+    bufs = [_buf("b100", 0, 100, 0, 0), _buf("b110", 100, 110, 0, 0)]
+    r = _measure(bufs, 210, FloorTensors(190, [("v", 100), ("u", 90)]))
+    assert r["floor_tensors_missing"] == []
+    assert _parts(r)["alignment"] == 20 and r["unexplained_bytes"] == 0
+
+
+def test_a_c_info_without_buffers_is_measured_at_epoch_0() -> None:
+    assert _measure([], 0)["epoch"] == 0

@@ -112,12 +112,14 @@ def _match(
 ) -> tuple[dict[int, tuple[str, int]], list[tuple[str, int]]]:
     """Floor tensors matched to live tool buffers: same size first, then stored wider or
     padded; each buffer holds one tensor. Buffer index -> (tensor, bytes), and the
-    tensors left over."""
+    tensors left over. Smallest tensor first, each into the smallest buffer that holds
+    it: a larger tensor first could take the only buffer a smaller one fits (90 and
+    100 B tensors in 100 and 110 B buffers)."""
     free = sorted(
         (k for k, b in enumerate(live) if b.kind != "scratch"), key=lambda k: live[k].size
     )
     matched: dict[int, tuple[str, int]] = {}
-    left = sorted(floor.tensors, key=lambda t: -t[1])
+    left = sorted(floor.tensors, key=lambda t: t[1])
     for exact in (True, False):
         missing = []
         for name, size in left:
