@@ -191,3 +191,23 @@ def test_every_floor_tensor_finds_a_buffer_when_one_assignment_exists() -> None:
 
 def test_a_c_info_without_buffers_is_measured_at_epoch_0() -> None:
     assert _measure([], 0)["epoch"] == 0
+
+
+def test_an_epoch_holding_the_floor_tensor_at_its_own_size_is_preferred() -> None:
+    # t (100 B) is held at epoch 0 as a 16-bit 200 B buffer w, at epoch 1 at its own
+    # size in s (100 B, at the same address). Both hold t; epoch 1 holds it as the model
+    # has it: the parts are measured there (model 100, and the 100 B more of w at epoch 0
+    # is the pool peaking elsewhere).
+    bufs = [_buf("w", 0, 200, 0, 0, nbits=16), _buf("s", 0, 100, 1, 1)]
+    r = _measure(bufs, 200, FloorTensors(100, [("t", 100)]))
+    assert r["epoch"] == 1
+    assert _parts(r)["peak_elsewhere"] == 100 and "cut_16bit" not in _parts(r)
+    assert r["unexplained_bytes"] == 0
+
+
+def test_of_equal_epochs_the_first_is_named() -> None:
+    # t (64 B) is a at epoch 0 and b at epoch 1 (same address, same size, but a ends
+    # before b starts: two buffers): the same measurement at both, epoch 0 is named
+    bufs = [_buf("a", 0, 64, 0, 0), _buf("b", 0, 64, 2, 2)]
+    r = _measure(bufs, 64, FloorTensors(64, [("t", 64)]))
+    assert r["epoch"] == 0 and r["unexplained_bytes"] == 0
