@@ -144,15 +144,27 @@ def test_the_parts_are_measured_where_the_floors_tensors_are_live() -> None:
 
 
 def test_a_pool_that_peaks_elsewhere_is_named_with_the_buffers_there() -> None:
-    # the floor's t (40 B) is a, live at epoch 0 alone; at epoch 1 b and c (64 B each,
-    # at 0 and 64, neither 40 B up to padding) fill the pool to 128 B. At epoch 0: model
-    # 40, and 128 - 40 = 88 B the pool holds at epoch 1 (b and c are not live at 0)
-    bufs = [_buf("a", 0, 40, 0, 0), _buf("b", 0, 64, 1, 1), _buf("c", 64, 64, 1, 1)]
-    r = _measure(bufs, 128, FloorTensors(40, [("t", 40)]))
+    # the floor's t (40 B) is a [0, 40), live at epoch 0; d [40, 64) lives at epochs 0-1;
+    # at epoch 1 b [64, 128) and c [128, 192) join d (neither is 40 B up to padding).
+    # Union: epoch 0 64 B, epoch 1 152 B; the pool's high-water mark 192 B.
+    # At epoch 0: model 40, d 24 (the tool's), the pool peaking at epoch 1: 152 - 64 =
+    # 88 B (b and c, d is already counted), and 192 - 152 = 40 B never reused.
+    bufs = [_buf("a", 0, 40, 0, 0), _buf("d", 40, 24, 0, 1),
+            _buf("b", 64, 64, 1, 1), _buf("c", 128, 64, 1, 1)]
+    r = _measure(bufs, 192, FloorTensors(40, [("t", 40)]))
     assert r["epoch"] == 0
-    assert _parts(r)["peak_elsewhere"] == 88
+    parts = _parts(r)
+    assert (parts["tool_tensors"], parts["peak_elsewhere"], parts["reuse_lost"]) == (24, 88, 40)
     assert sorted(_names(r, "peak_elsewhere")) == ["b (epoch 1)", "c (epoch 1)"]
-    assert r["unexplained_bytes"] == 0 and r["tool_bound"] == 128
+    assert r["unexplained_bytes"] == 0
+    # the same pool seen the other way: the peak (b, c, d) first, then d and a
+    bufs = [_buf("b", 0, 64, 0, 0), _buf("c", 64, 64, 0, 0), _buf("d", 128, 24, 0, 1),
+            _buf("a", 0, 40, 1, 1)]
+    r = _measure(bufs, 152, FloorTensors(40, [("t", 40)]))
+    assert r["epoch"] == 1
+    assert _parts(r)["peak_elsewhere"] == 152 - 64 == 88
+    assert sorted(_names(r, "peak_elsewhere")) == ["b (epoch 0)", "c (epoch 0)"]
+    assert r["unexplained_bytes"] == 0
 
 
 def test_overlaid_buffers_and_memory_never_reused() -> None:
@@ -211,3 +223,12 @@ def test_of_equal_epochs_the_first_is_named() -> None:
     bufs = [_buf("a", 0, 64, 0, 0), _buf("b", 0, 64, 2, 2)]
     r = _measure(bufs, 64, FloorTensors(64, [("t", 64)]))
     assert r["epoch"] == 0 and r["unexplained_bytes"] == 0
+
+
+def test_a_parts_buffers_are_listed_largest_first() -> None:
+    # t (100 B) in b (110 B) in a pool aligned to 4: b is stored 10 B larger, and its end
+    # (110) rounds up to 112: the alignment part is 12 B, b's 10 B listed before the
+    # pool end's 2 B
+    r = _measure([_buf("b", 0, 110, 0, 0)], 112, FloorTensors(100, [("t", 100)]), alignment=4)
+    assert _parts(r)["alignment"] == 12 and r["unexplained_bytes"] == 0
+    assert _names(r, "alignment") == ["b (stored 10 B larger)", "RAM ends"]
