@@ -232,3 +232,21 @@ def test_a_parts_buffers_are_listed_largest_first() -> None:
     r = _measure([_buf("b", 0, 110, 0, 0)], 112, FloorTensors(100, [("t", 100)]), alignment=4)
     assert _parts(r)["alignment"] == 12 and r["unexplained_bytes"] == 0
     assert _names(r, "alignment") == ["b (stored 10 B larger)", "RAM ends"]
+
+
+def test_a_second_pool_peaking_elsewhere_is_a_pool_split_or_external_ram() -> None:
+    # pool 0 (RAM) holds a (40 B, the floor's t) at epoch 0; pool 1 holds e (100 B) at
+    # epoch 1 only. Measured at epoch 0: model 40, and pool 1's 100 B held at another
+    # epoch: memory two pools cannot share (pool_split) or, when pool 1 is external RAM,
+    # external_ram. Reported 140 = 40 + 100.
+    bufs = [_buf("a", 0, 40, 0, 0), _buf("e", 0, 100, 1, 1, pool=1)]
+    pools: dict[int, dict[str, Any]] = {0: {"name": "RAM"}, 1: {"name": "OTHER"}}
+    floor = FloorTensors(40, [("t", 40)])
+    on_chip = measure(bufs, [], pools, {0: 40, 1: 100}, set(), 140, floor)
+    assert _parts(on_chip)["pool_split"] == 100 and on_chip["unexplained_bytes"] == 0
+    assert _names(on_chip, "pool_split") == ["e (epoch 1)"]
+    assert [p["external"] for p in on_chip["pools"]] == [False, False]
+    external = measure(bufs, [], pools, {0: 40, 1: 100}, {1}, 140, floor)
+    assert _parts(external)["external_ram"] == 100 and "pool_split" not in _parts(external)
+    assert [p["external"] for p in external["pools"]] == [False, True]
+    assert [p["used_bytes"] for p in external["pools"]] == [40, 100]
