@@ -177,6 +177,27 @@ def test_overlaid_buffers_and_memory_never_reused() -> None:
     assert parts["tool_tensors"] == 128 and parts["overlay"] == -32 and parts["reuse_lost"] == 4
     assert _names(r, "overlay") == ["b over a"]
     assert r["unexplained_bytes"] == 0 and r["clean"]  # overlay may be negative
+    assert r["tool_bound"] == 128  # the liveness of the buffers: both at epoch 0
+
+
+def test_the_overlay_names_the_shared_pairs_most_bytes_first() -> None:
+    # a [0, 100); c [10, 20) inside it (10 B shared); b [50, 100) (50 B shared); c and b
+    # do not meet. Listed: b over a, then c over a. Overlay: 100 B of addresses for
+    # 160 B of buffers, -60.
+    bufs = [_buf("a", 0, 100, 0, 0), _buf("c", 10, 10, 0, 0), _buf("b", 50, 50, 0, 0)]
+    r = _measure(bufs, 100)
+    assert _parts(r)["overlay"] == -60 and r["unexplained_bytes"] == 0
+    assert _names(r, "overlay") == ["b over a", "c over a"]
+    # a [0, 64), b [64, 128) side by side, c [32, 96) over both (32 B each): two pairs,
+    # a and b share nothing
+    bufs = [_buf("a", 0, 64, 0, 0), _buf("b", 64, 64, 0, 0), _buf("c", 32, 64, 0, 0)]
+    r = _measure(bufs, 128)
+    assert _parts(r)["overlay"] == 128 - 192
+    assert sorted(_names(r, "overlay")) == ["b over c", "c over a"]
+    # a [0, 100) sharing 40 B with b [60, 140), b 8 B with d [132, 172): b over a first
+    bufs = [_buf("a", 0, 100, 0, 0), _buf("b", 60, 80, 0, 0), _buf("d", 132, 40, 0, 0)]
+    r = _measure(bufs, 172)
+    assert _names(r, "overlay") == ["b over a", "d over b"]
 
 
 def test_the_floors_in_place_writes_are_their_own_part() -> None:
@@ -250,3 +271,17 @@ def test_a_second_pool_peaking_elsewhere_is_a_pool_split_or_external_ram() -> No
     assert _parts(external)["external_ram"] == 100 and "pool_split" not in _parts(external)
     assert [p["external"] for p in external["pools"]] == [False, True]
     assert [p["used_bytes"] for p in external["pools"]] == [40, 100]
+
+
+def test_parameters_in_a_writable_pool_count_only_when_the_footprint_does() -> None:
+    # activations a (100 B) at [0, 100), parameters w (50 B) at [100, 150) of the same
+    # pool (used 150 B). A footprint of 150 B counts w (weights part 50 B); one of
+    # 100 B leaves it out (no weights part). Both explained to the byte.
+    bufs = [_buf("a", 0, 100, 0, 0)]
+    params = [_buf("w", 100, 50, 0, 0, kind="weights")]
+    counted = _measure(bufs, 150, reported=150, params=params)
+    assert _parts(counted)["weights_in_activation_pools"] == 50
+    assert counted["unexplained_bytes"] == 0
+    apart = _measure(bufs, 150, reported=100, params=params)
+    assert "weights_in_activation_pools" not in _parts(apart)
+    assert apart["unexplained_bytes"] == 0
