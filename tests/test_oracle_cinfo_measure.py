@@ -113,6 +113,8 @@ def test_a_tensor_stored_in_32_bits_is_a_float_conversion() -> None:
     r = _measure([_buf("f", 0, 400, 0, 0, nbits=32)], 400, FloorTensors(100, [("t", 100)]))
     assert r["floor_tensors_missing"] == []
     assert _parts(r)["float_conversions"] == 300 and r["unexplained_bytes"] == 0
+    r = _measure([_buf("f", 0, 416, 0, 0, nbits=32)], 416, FloorTensors(100, [("t", 100)]))
+    assert r["floor_tensors_missing"] == [] and _parts(r)["float_conversions"] == 316
     r = _measure([_buf("f", 0, 417, 0, 0, nbits=32)], 417, FloorTensors(100, [("t", 100)]))
     assert r["floor_tensors_missing"] == ["t"]
     # a 16-bit buffer of 4 x 100 B is not t stored wider (16 bits is twice, not 4 times)
@@ -174,6 +176,7 @@ def test_overlaid_buffers_and_memory_never_reused() -> None:
     bufs = [_buf("a", 0, 64, 0, 0), _buf("b", 32, 64, 0, 0)]
     r = _measure(bufs, 100)
     parts = _parts(r)
+    assert "model" not in parts  # no floor given: no model part
     assert parts["tool_tensors"] == 128 and parts["overlay"] == -32 and parts["reuse_lost"] == 4
     assert _names(r, "overlay") == ["b over a"]
     assert r["unexplained_bytes"] == 0 and r["clean"]  # overlay may be negative
@@ -285,3 +288,29 @@ def test_parameters_in_a_writable_pool_count_only_when_the_footprint_does() -> N
     apart = _measure(bufs, 150, reported=100, params=params)
     assert "weights_in_activation_pools" not in _parts(apart)
     assert apart["unexplained_bytes"] == 0
+
+
+def test_the_pools_peak_is_its_largest_aligned_footprint_the_first_of_equals() -> None:
+    # pool aligned to 16. Epoch 0: a (40 B, the floor's t) -> 48 B aligned. Epoch 1:
+    # b (57 B) -> 64. Epoch 2: c (60 B) -> 64. Neither b nor c is t up to padding. The
+    # pool peaks at 64 B aligned at epochs 1 and 2: epoch 1 is named (c holds more bytes
+    # unaligned, but the pool's figure is aligned). At epoch 0: model 40, alignment 8,
+    # peak elsewhere 64 - 48 = 16.
+    bufs = [_buf("a", 0, 40, 0, 0), _buf("b", 0, 57, 1, 1), _buf("c", 0, 60, 2, 2)]
+    r = _measure(bufs, 64, FloorTensors(40, [("t", 40)]), alignment=16)
+    assert r["epoch"] == 0
+    parts = _parts(r)
+    assert (parts["model"], parts["alignment"], parts["peak_elsewhere"]) == (40, 8, 16)
+    assert _names(r, "peak_elsewhere") == ["b (epoch 1)"]
+    assert r["unexplained_bytes"] == 0
+
+
+def test_of_epochs_holding_the_floor_alike_the_largest_aligned_footprint_is_measured() -> None:
+    # pool aligned to 16. a (40 B, the floor's t) lives at epochs 0-1 at [0, 40); x1
+    # (17 B) at epoch 0 and x2 (20 B) at epoch 1, both at 48. Both epochs hold t and
+    # 80 B aligned (48 + 32): epoch 0, the first, is measured (x2's 3 more bytes are
+    # rounded away by the alignment).
+    bufs = [_buf("a", 0, 40, 0, 1), _buf("x1", 48, 17, 0, 0), _buf("x2", 48, 20, 1, 1)]
+    r = _measure(bufs, 80, FloorTensors(40, [("t", 40)]), alignment=16)
+    assert r["epoch"] == 0
+    assert _names(r, "tool_tensors") == ["x1"]
