@@ -82,30 +82,66 @@ def test_a_timed_out_tool_dies_with_its_setsid_and_double_forked_helpers(tmp_pat
     assert _wait_none(mark, 2.0) == []
 
 
+def _settled_helpers(pids: Path, count: int, seconds: float = 120.0) -> list[int]:
+    """The pids the fake's helpers wrote once settled (their own session, forks done).
+    The fake tool waits for them before it goes on; the deadline is generous because a
+    loaded machine can take many seconds to start three Pythons (10 s failed once in CI)."""
+    deadline = time.monotonic() + seconds
+    while len(list(pids.iterdir())) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return sorted(int(f.name) for f in pids.iterdir())
+
+
+def _alive_with(pid: int, mark: str) -> bool:
+    """Whether ``pid`` runs and is still the helper carrying ``mark`` (not a reused pid)."""
+    try:
+        return _running(pid) and mark.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+@pytest.mark.timeout(600)  # two tool runs of up to 120 s each to settle on a loaded machine
 def test_the_fake_tool_helpers_are_real_and_do_not_outlive_the_item(tmp_path: Path) -> None:
-    """Without the tree kill the fake's helpers would live on: check they exist first."""
+    """The fake's helpers escape a plain kill of the tool (sessions of their own, one
+    re-parented), so the other tests here prove something; run as an item's tool run
+    (run_tool), none of them is left once the run has ended."""
     mark = _mark(tmp_path)
-    exe = _fake(tmp_path, {"spawn": 30, "sleep": 2, "spawn_mark": mark})
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    faults = {"spawn": 300, "spawn_clean": 300, "sleep": 300, "spawn_mark": mark,
+              "spawn_pids": str(pids)}
+    exe = _fake(tmp_path / "plain", faults)
     proc = subprocess.Popen([str(exe), "generate", "--model", "x.onnx"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    helpers: list[int] = []
     try:
-        def left_the_session() -> list[int]:
-            try:
-                return [p for p in _with_mark(mark) if os.getsid(p) != os.getsid(proc.pid)]
-            except ProcessLookupError:
-                return []
-
-        deadline = time.monotonic() + 10
-        while len(left_the_session()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(left_the_session()) == 2  # both helpers run in sessions of their own
+        helpers = _settled_helpers(pids, 3)
+        assert len(helpers) == 3, f"the fake tool started {len(helpers)} helpers of 3"
+        assert all(os.getsid(p) != os.getsid(proc.pid) for p in helpers)
     finally:
         proc.kill()
         proc.wait()
-    assert len(_with_mark(mark)) == 2  # a plain kill of the tool leaves them running
-    for pid in _with_mark(mark):
-        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)  # what a plain kill ends, it ends at once
+        alive = [p for p in helpers if _alive_with(p, mark)]
+        for pid in set(alive) | set(_with_mark(mark)):
+            os.kill(pid, signal.SIGKILL)
+    assert alive == helpers  # a plain kill of the tool leaves them all running
     assert _wait_none(mark) == []
+
+    item_mark = f"{mark}-item"
+    item_pids = tmp_path / "item-pids"
+    item_pids.mkdir()
+    exe = _fake(tmp_path / "item", dict(faults, sleep=0, error=True, spawn_mark=item_mark,
+                                        spawn_pids=str(item_pids)))
+    run = run_tool([str(exe), "generate", "--model", "x.onnx"], cwd=tmp_path / "run",
+                   timeout=300)
+    assert run.returncode == 1  # the injected error, after the helpers settled
+    helpers = sorted(int(f.name) for f in item_pids.iterdir())
+    assert len(helpers) == 3, f"the fake tool started {len(helpers)} helpers of 3"
+    deadline = time.monotonic() + 10
+    while any(_alive_with(p, item_mark) for p in helpers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in helpers if _alive_with(p, item_mark)] == []
 
 
 def test_a_killed_pytest_leaves_no_tool_process(
