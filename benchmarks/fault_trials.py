@@ -150,6 +150,7 @@ def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted:
         tally.no_tool_left += 1
     else:
         for pid in left:  # clean up for the next trial, and count it as a failure
+            tally.missing.append(f"process left: {pid} {_cmdline(pid)}")
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -181,6 +182,19 @@ def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted:
             tally.marked_interrupted += 1
         if "stedge summary" in output:
             tally.summary_printed += 1
+        if store_runs[0]["status"] != "interrupted" or "stedge summary" not in output:
+            tail = " | ".join(line for line in output.splitlines()[-6:] if line.strip())
+            tally.missing.append(f"run {store_runs[0]['run_id']} {store_runs[0]['status']}, "
+                                 f"summary {'printed' if 'stedge summary' in output else 'MISSING'}"
+                                 f"; output ends: {tail[:600]}")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                .decode(errors="replace")[:300])
+    except OSError:
+        return "(gone)"
 
 
 def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root: Path,
@@ -189,6 +203,7 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
     db = root / f"{kind}.duckdb"
     marks = [HELPER_MARK, str(installs)]
     low, high = args.window
+    reported = 0  # problems printed so far, each under its trial
     for trial in range(args.trials):
         before = run_count(db)
         proc = session(corpus, installs, db, root / "work", root / f"{kind}-report.html",
@@ -210,6 +225,9 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
               runs_before=before)
         print(f"  {kind} trial {trial + 1}: signal after {delay:.1f} s, exit {proc.returncode}",
               flush=True)
+        for problem in tally.missing[reported:]:
+            print(f"    {problem}", flush=True)
+        reported = len(tally.missing)
     return tally
 
 
