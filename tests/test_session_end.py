@@ -262,3 +262,32 @@ def test_a_stuck_stop_prints_every_stack_and_exits_keeping_the_journal(
         assert merge_stopped(store)
         items = store.item_nodeids(1)
     assert set(finished) <= items
+
+
+SIGTERM_AT_THE_START = """
+import os, signal
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    # the run is recorded and the stop's handler installed; the session has not yet started
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_signal_before_the_session_started_marks_the_run_interrupted_with_its_summary(
+    make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    """A SIGTERM between the run's record and the session's start (fault trials: 1 of 15
+    stopped sessions) skipped pytest's session end: the run stayed `running`, no summary,
+    its journal left for the next session to call `killed`."""
+    corpus = make_corpus({"c0": SIMPLE_CASE})
+    (corpus / "conftest.py").write_text(SIGTERM_AT_THE_START)
+    db = tmp_path / "results.duckdb"
+    done = _run(corpus, fake_installs, db, tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-3000:]
+    assert "stedge summary" in out and "Traceback" not in out, out[-3000:]
+    (status, items), = _stored(db).values()
+    assert (status, items) == ("interrupted", set())
+    assert not journal_dir(db).exists()
