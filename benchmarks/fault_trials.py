@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +45,7 @@ sys.path.insert(0, str(PROJECT))
 
 from conftest import make_conv_model
 from fake_stedgeai import make_install
+from fault_readers import finished_items
 
 from pytest_stedge.store.database import Store
 from pytest_stedge.store.journal import journal_dir, merge_stopped
@@ -60,7 +60,6 @@ profile = "default"
 [expect]
 activations_bytes = {{ min = 1 }}
 """
-_STATUS_RE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)")
 
 
 @dataclass
@@ -139,7 +138,7 @@ def run_count(db: Path) -> int:
 def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted: bool,
           runs_before: int = 0) -> None:
     tally.trials += 1
-    finished = {m.group(1) for line in output.splitlines() if (m := _STATUS_RE.match(line))}
+    finished = finished_items(output)
     tally.finished_items += len(finished)
     deadline = time.monotonic() + 15
     while live(marks) and time.monotonic() < deadline:
@@ -240,7 +239,7 @@ def calibrate(root: Path, installs: Path, corpus: Path, args: argparse.Namespace
     assert proc.stdout is not None
     first = None
     for line in proc.stdout:
-        if first is None and _STATUS_RE.match(line):
+        if first is None and finished_items(line):
             first = time.monotonic() - start
     proc.wait()
     end = time.monotonic() - start
