@@ -34,7 +34,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         epilog="examples:\n  stedge diverge model.onnx layers.npz\n"
         "  stedge diverge model.tflite n6.npz --c-info st_ai_output/network_c_info.json\n"
         "  stedge diverge n6.npz --c-info st_ai_output/network_c_info.json   # the OE model\n"
-        "  stedge diverge model.tflite n6.npz --c-info network_c_info.json --case corpus/bf\n"
+        "  stedge diverge model.tflite n6.npz --c-info network_c_info.json --case corpus/real/n6-blazeface-128\n"
         "  stedge diverge st_ai_output/network_val_io.npz      # validate's own outputs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
