@@ -179,7 +179,7 @@ def test_every_example_is_run_or_listed() -> None:
     assert len(with_examples) == 22 and len(examples) == 64
     assert set(RUNS) == examples - set(NOT_RUNNABLE)
     stale = (set(NOT_RUNNABLE) | BOARD_SUBSTITUTED | set(STATUS) | set(SETUP)
-             | WITH_THE_BUG) - examples
+             | WITH_THE_BUG | set(AFTER)) - examples
     assert not stale, f"listed here but in no help text: {sorted(stale)}"
 
 
@@ -306,6 +306,81 @@ def _dumps(work: Path) -> None:
         os.chdir(here)
 
 
+# ---------------------------------------------------------------- what an example leaves
+
+def _json(text: str) -> object:
+    import json
+
+    return json.loads(text)
+
+
+def _validate_of_the_log(work: Path, out: str) -> None:
+    run = _json(out)
+    assert isinstance(run, dict) and run["command"] == "validate"
+    # the log's own line 820 (the validate on the board): cos=0.997453
+    assert run["validation"]["outputs"][0]["cos"] == pytest.approx(0.997453)
+
+
+def _culprit(work: Path, out: str) -> None:
+    report = _json(out)
+    assert isinstance(report, dict) and report["culprits"] == CACHE_OPT_BUG["when_options"]
+
+
+# example -> what it must print (a text in stdout) or write (a path under the folder), or a
+# check of both; figures from an independent source: the real file, the injected fault
+AFTER: dict[str, object] = {
+    "stedge show 3": "run 3 ",
+    "stedge import bundle/": "imported 12 run(s)",
+    "stedge import n6-lab/ --db ci/results.duckdb": "imported 2 run(s)",
+    "stedge export --out bundle/": Path("bundle"),
+    "stedge export --out n6-lab/ --run 7 --run 8": "2 runs",
+    "stedge ingest logs.txt --run 2 --version 4.0.1 --case mvs-cnn/int8": "val_cos=0.997453",
+    "stedge ingest dc-run/ --run 2 --version 3.0.0 --case tcn-23x60 --stage validate-target":
+        "tcn-23x60 validate-target [3.0.0]",
+    "stedge parse logs.txt --run 2 --json": _validate_of_the_log,
+    "stedge diff 3.0.0 4.0.1 --html reports/diff-3.0.0-4.0.1.html":
+        Path("reports/diff-3.0.0-4.0.1.html"),
+    "stedge report 12 --out reports/run-12.html --db ci/results.duckdb":
+        Path("reports/run-12.html"),
+    "stedge dashboard --out public/ --db ci/results.duckdb --corpus corpus":
+        Path("public/index.html"),
+    "stedge reference model.onnx --out ref.npz --samples 100 --seed 0": Path("ref.npz"),
+    "stedge board-run model.onnx --board serial:/dev/ttyACM0:921600 --per-layer --out dump.npz":
+        Path("dump.npz"),
+    "stedge board-run corpus/mlperf-ds-cnn/case.toml --board auto --out ds-cnn.npz":
+        Path("ds-cnn.npz"),
+    "stedge corpus build --out rebuilt/": Path("rebuilt/mlperf-ds-cnn/model_int8.onnx"),
+    "stedge bisect corpus/tcn-23x60 --version 4.0.1 --stage validate-target "
+    "--board serial:/dev/ttyACM0:921600": "verdict: --Ocache-opt: with this the check fails",
+    "stedge bisect corpus/mobilenetv2-0.35-128 --version 4.0.1 --stage generate --json":
+        _culprit,
+    "stedge bug-report corpus/tcn-23x60 --version 4.0.1 --passing-version 3.0.0 --stage "
+    "validate-target --board serial:/dev/ttyACM0:921600 --bisect":
+        Path("bug-report-tcn-23x60-4.0.1/POST.md"),
+    "stedge bug-report corpus/mobilenetv2-0.35-128 --version 4.0.1 --stage generate "
+    "--passing-version 3.0.0 --db ci/results.duckdb":
+        Path("bug-report-mobilenetv2-0.35-128-4.0.1/POST.md"),
+}
+
+
+def _clear(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def check_after(example: str, work: Path, out: str) -> None:
+    """What AFTER says the example prints or writes."""
+    want = AFTER.get(example)
+    if isinstance(want, str):
+        assert want in out, f"{example}: {want!r} not printed"
+    elif isinstance(want, Path):
+        assert (work / want).exists(), f"{example}: {want} not written"
+    elif callable(want):
+        want(work, out)
+
+
 # ---------------------------------------------------------------- running an example
 
 def _board(example: str, work: Path) -> BoardSimulator | None:
@@ -358,6 +433,9 @@ def test_the_help_example_runs_as_printed(example: str, template: tuple[Path, di
     argv, out = as_a_shell_would(shlex.split(example), env)
     if example in SETUP:
         SETUP[example](work)
+    written = AFTER.get(example)
+    if isinstance(written, Path):   # the prepared folder may hold it: see it written anew
+        _clear(work / written)
     sim = _board(example, work)
     if sim is not None:
         argv[argv.index("--board") + 1] = sim.start_socket()
@@ -370,6 +448,8 @@ def test_the_help_example_runs_as_printed(example: str, template: tuple[Path, di
     printed = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
     assert "Traceback" not in done.stderr, printed
     assert done.returncode == STATUS.get(example, 0), printed
-    if out is not None:
+    if out is not None:   # each `--json > FILE` example writes JSON
         (work / out).write_text(done.stdout, encoding="utf-8")
-        assert done.stdout.strip(), f"{example}: nothing written to {out}"
+        assert "--json" in argv, f"{example}: writes {out} without --json"
+        _json(done.stdout)
+    check_after(example, work, done.stdout)
