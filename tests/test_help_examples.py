@@ -421,7 +421,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 RUNS = list(dict.fromkeys(e.line for e in help_examples() if e.line not in NOT_RUNNABLE))
 
 
-@pytest.mark.parametrize("example", RUNS, ids=RUNS)
+# the bisections re-run the fake tool 7 to 15 times each (40-60 s on a busy 2-core machine)
+@pytest.mark.parametrize("example", [
+    pytest.param(e, id=e, marks=[pytest.mark.slow] if e in WITH_THE_BUG else [])
+    for e in RUNS])
 def test_the_help_example_runs_as_printed(example: str, template: tuple[Path, dict[str, str]],
                                           tmp_path: Path) -> None:
     base, env = template
