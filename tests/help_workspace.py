@@ -128,6 +128,8 @@ def _stores(work: Path, env: dict[str, str], installs: Path) -> None:
                              "--db", db, *(["--replace"] if i else [])]) == 0
         assert main(["export", "--out", "bundle", "--db", "ci/results.duckdb"]) == 0
         assert main(["export", "--out", "n6-lab", "--run", "7", "--run", "8"]) == 0
+        # every run of the default store, for a shared (PostgreSQL) store
+        assert main(["export", "--out", str(work.parent / "default-bundle")]) == 0
     finally:
         os.chdir(here)
 
