@@ -34,7 +34,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "not installed.",
         epilog="examples:\n"
         "  stedge ingest ~/win-share/st_ai_output --version 4.0.1 --case mvs-cnn/int8\n"
-        "  stedge ingest dc-run/ --version 3.0.0 --case tcn-23x60 --stage validate-target\n"
+        "  stedge ingest dc-run/ --run 2 --version 3.0.0 --case tcn-23x60 --stage validate-target\n"
         "  stedge ingest logs.txt --run 2 --version 4.0.1 --case mvs-cnn/int8   (its validate)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
