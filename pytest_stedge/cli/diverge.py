@@ -66,6 +66,8 @@ def cmd_diverge(args: argparse.Namespace) -> int:
 
     if len(args.files) > 2:
         raise StedgeError(f"diverge takes [MODEL] DUMP, got {len(args.files)} files")
+    if args.case:
+        find_case(args.case)  # a case that does not exist is an error on every path
     model, dump = (args.files[0], args.files[1]) if len(args.files) == 2 else (None, args.files[0])
     if is_val_io(load_arrays(dump)):
         return _outputs_only(args, model, dump, None, "validate")
