@@ -18,7 +18,16 @@ from pathlib import Path
 
 from pytest_stedge.store.database import Store
 
-_STATUS_RE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)")
+_WORDS = "PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS"
+# `-v` says an item finished as "nodeid PASSED", and under xdist as "[gw0] [ 12%] PASSED nodeid"
+_STATUS_RE = re.compile(rf"^(?:(\S+::\S+) (?:{_WORDS})|\[gw\d+\](?: \[\s*\d+%\])? (?:{_WORDS}) "
+                        rf"(\S+::\S+))")
+
+
+def finished_items(output: str) -> set[str]:
+    """Node ids of the items a `pytest -v` output reports finished (with or without xdist)."""
+    return {m.group(1) or m.group(2) for line in output.splitlines()
+            if (m := _STATUS_RE.match(line))}
 
 
 @dataclass
@@ -83,7 +92,7 @@ def readers_trial(
     with Store.open(db, create=False, read_only=True) as store:
         by_run = {int(r["run_id"]): store.item_nodeids(r["run_id"]) for r in store.list_runs()}
     for output in outputs:
-        finished = {m.group(1) for line in output.splitlines() if (m := _STATUS_RE.match(line))}
+        finished = finished_items(output)
         result.finished_items += len(finished)
         run = _RUN_RE.search(output)  # "stored as run N", or "run N is incomplete"
         items = by_run.get(int(run.group(1) or run.group(2)), set()) if run else set()

@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +45,7 @@ sys.path.insert(0, str(PROJECT))
 
 from conftest import make_conv_model
 from fake_stedgeai import make_install
+from fault_readers import finished_items
 
 from pytest_stedge.store.database import Store
 from pytest_stedge.store.journal import journal_dir, merge_stopped
@@ -60,7 +60,6 @@ profile = "default"
 [expect]
 activations_bytes = {{ min = 1 }}
 """
-_STATUS_RE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)")
 
 
 @dataclass
@@ -139,7 +138,7 @@ def run_count(db: Path) -> int:
 def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted: bool,
           runs_before: int = 0) -> None:
     tally.trials += 1
-    finished = {m.group(1) for line in output.splitlines() if (m := _STATUS_RE.match(line))}
+    finished = finished_items(output)
     tally.finished_items += len(finished)
     deadline = time.monotonic() + 15
     while live(marks) and time.monotonic() < deadline:
@@ -150,6 +149,7 @@ def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted:
         tally.no_tool_left += 1
     else:
         for pid in left:  # clean up for the next trial, and count it as a failure
+            tally.missing.append(f"process left: {pid} {_cmdline(pid)}")
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -181,6 +181,19 @@ def check(tally: Tally, db: Path, output: str, marks: list[str], *, interrupted:
             tally.marked_interrupted += 1
         if "stedge summary" in output:
             tally.summary_printed += 1
+        if store_runs[0]["status"] != "interrupted" or "stedge summary" not in output:
+            tail = " | ".join(line for line in output.splitlines()[-6:] if line.strip())
+            tally.missing.append(f"run {store_runs[0]['run_id']} {store_runs[0]['status']}, "
+                                 f"summary {'printed' if 'stedge summary' in output else 'MISSING'}"
+                                 f"; output ends: {tail[:600]}")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                .decode(errors="replace")[:300])
+    except OSError:
+        return "(gone)"
 
 
 def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root: Path,
@@ -189,6 +202,7 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
     db = root / f"{kind}.duckdb"
     marks = [HELPER_MARK, str(installs)]
     low, high = args.window
+    reported = 0  # problems printed so far, each under its trial
     for trial in range(args.trials):
         before = run_count(db)
         proc = session(corpus, installs, db, root / "work", root / f"{kind}-report.html",
@@ -210,6 +224,9 @@ def signal_trials(kind: str, sig: signal.Signals, args: argparse.Namespace, root
               runs_before=before)
         print(f"  {kind} trial {trial + 1}: signal after {delay:.1f} s, exit {proc.returncode}",
               flush=True)
+        for problem in tally.missing[reported:]:
+            print(f"    {problem}", flush=True)
+        reported = len(tally.missing)
     return tally
 
 
@@ -222,7 +239,7 @@ def calibrate(root: Path, installs: Path, corpus: Path, args: argparse.Namespace
     assert proc.stdout is not None
     first = None
     for line in proc.stdout:
-        if first is None and _STATUS_RE.match(line):
+        if first is None and finished_items(line):
             first = time.monotonic() - start
     proc.wait()
     end = time.monotonic() - start

@@ -102,6 +102,7 @@ def setup_controller(config: pytest.Config, state: StedgeState) -> None:
         for key, base in state.baselines.stored.items():
             base.placement = baseline_placement.get(key)
     if controller.store is not None:
+        stop.hold_until_started()  # a signal from here on is raised once the session has begun
         try:
             controller.begin_run(state.toolchains.versions)
         except StoreError as exc:

@@ -5,7 +5,10 @@
   controller's few lines that hand a finished item to the journal and the writer
   (:meth:`SessionStop.shielded`): an interrupt there could leave a lock of the writer's
   queue taken for ever (the stop then waits for ever); it is raised once the item is handed
-  over.
+  over. Nor between the run's record and the session's start
+  (:meth:`SessionStop.hold_until_started`): pytest skips the session's end for a session
+  that never started (the run stayed `running`, no summary); it is raised as collection
+  begins.
 - From the session's end on (``pytest_sessionfinish``, then ``pytest_unconfigure``) and
   after the first signal, a signal is noted and said, never raised: the end is what a stop
   does anyway (store the rest, mark the run, print the summary), and cutting it left a raw
@@ -62,6 +65,7 @@ class SessionStop:
         self.received: list[str] = []
         self.ending = False
         self._shield = 0
+        self._starting = False  # between the run's record and the session's start
         self._pending: str | None = None
         self._previous: dict[int, Any] = {}
         self._armed = False
@@ -104,12 +108,30 @@ class SessionStop:
         try:
             yield
         finally:
-            self._shield -= 1
-            if not self._shield and self._pending is not None and not self.ending:
-                name, self._pending = self._pending, None
-                raise KeyboardInterrupt(f"signal {name}")
+            self._unshield()
+
+    def hold_until_started(self) -> None:
+        """Shield the session's start, from the run's record until pytest has started the
+        session (its first collection hook): pytest runs the session's end (the run marked
+        interrupted, the summary) only for a session that started, so a signal that lands
+        meanwhile is raised then."""
+        if not self._starting:
+            self._starting = True
+            self._shield += 1
+
+    def _unshield(self) -> None:
+        self._shield -= 1
+        if not self._shield and self._pending is not None and not self.ending:
+            name, self._pending = self._pending, None
+            raise KeyboardInterrupt(f"signal {name}")
 
     # -- hooks -------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self) -> None:
+        if self._starting:  # the session has started: a signal held since is raised here
+            self._starting = False
+            self._unshield()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self) -> Generator[None, object, object]:

@@ -157,3 +157,19 @@ def test_the_issue_s_blazeface_hint_runs_with_the_user_s_tflite(
     code, printed = run_hint(argv, capsys)
     # main e66cc52 printed `stedge diverge model.tflite bf.npz`: "not an ONNX model"
     assert code == 1 and "first diverging epoch: epoch_40" in printed
+
+
+def test_a_case_that_does_not_exist_is_an_error_on_every_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--case` only sets the output bounds, so the per-epoch and per-node paths ignored a
+    case that does not exist (exit 0): every path now refuses it first, naming it."""
+    import numpy as np
+
+    dump = tmp_path / "n6.npz"
+    np.savez(dump, x=np.zeros(4, np.float32))
+    (tmp_path / "n6.json").write_text(json.dumps({"c_info": str(tmp_path / "c.json")}))
+    missing = tmp_path / "no-such-case"
+    assert main(["diverge", str(dump), "--case", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert f"case {str(missing)!r}: no case.toml there" in err and "Traceback" not in err

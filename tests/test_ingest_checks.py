@@ -203,6 +203,13 @@ def test_outputs_of_several_runs_are_never_stored_as_one(
     with Store.open(db, read_only=True) as store:
         item = store.latest_item("conv", "generate", "4.0.0")
     assert item is not None and "val_cos" not in item["metrics"]
+    # --stage names the run when the file holds one of that stage: the board's validate
+    other = tmp_path / "other.duckdb"
+    staged = [*args[:-1], str(other), "--stage", "validate-target", "--force"]
+    assert _ingest(*staged) == 0
+    with Store.open(other, read_only=True) as store:
+        item = store.latest_item("conv", "validate-target", "4.0.0")
+    assert item is not None and "val_cos" in item["metrics"]
 
 
 def test_outputs_without_a_figure_are_refused_naming_the_file(

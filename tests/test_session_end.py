@@ -234,7 +234,9 @@ def test_a_stuck_stop_prints_every_stack_and_exits_keeping_the_journal(
     (corpus / "conftest.py").write_text(STUCK_END)
     db = tmp_path / "results.duckdb"
     proc = subprocess.Popen(
-        _argv(corpus, tmp_path / "slow", db, tmp_path, "-o", "stedge_stop_timeout=3"),
+        # 10 s: on a loaded machine (load 14-50 on 2 cores) the hooks that run before the
+        # stuck one could take 3 s, and the dump then showed another frame (failed once)
+        _argv(corpus, tmp_path / "slow", db, tmp_path, "-o", "stedge_stop_timeout=10"),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     finished = []
@@ -250,10 +252,10 @@ def test_a_stuck_stop_prints_every_stack_and_exits_keeping_the_journal(
     finally:
         proc.kill()
     took = time.monotonic() - start
-    assert proc.returncode == 1 and took < 30, (proc.returncode, took, err[-2000:])
+    assert proc.returncode == 1 and took < 60, (proc.returncode, took, err[-2000:])
     assert "SIGTERM: stopping the session" in err
-    assert "Timeout (0:00:03)!" in err and "Thread 0x" in err
-    assert "conftest.py\", line 5 in pytest_sessionfinish" in err  # where it was stuck
+    assert "Timeout (0:00:10)!" in err and "Thread 0x" in err, err[-3000:]
+    assert "conftest.py\", line 5 in pytest_sessionfinish" in err, err[-3000:]  # where it hung
     journals = list(journal_dir(db).glob("*.jsonl"))
     assert len(journals) == 1  # kept: the next session merges it
     with Store.open(db) as store:
@@ -262,3 +264,32 @@ def test_a_stuck_stop_prints_every_stack_and_exits_keeping_the_journal(
         assert merge_stopped(store)
         items = store.item_nodeids(1)
     assert set(finished) <= items
+
+
+SIGTERM_AT_THE_START = """
+import os, signal
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    # the run is recorded and the stop's handler installed; the session has not yet started
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_signal_before_the_session_started_marks_the_run_interrupted_with_its_summary(
+    make_corpus: CorpusFactory, fake_installs: Path, tmp_path: Path
+) -> None:
+    """A SIGTERM between the run's record and the session's start (fault trials: 1 of 15
+    stopped sessions) skipped pytest's session end: the run stayed `running`, no summary,
+    its journal left for the next session to call `killed`."""
+    corpus = make_corpus({"c0": SIMPLE_CASE})
+    (corpus / "conftest.py").write_text(SIGTERM_AT_THE_START)
+    db = tmp_path / "results.duckdb"
+    done = _run(corpus, fake_installs, db, tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-3000:]
+    assert "stedge summary" in out and "Traceback" not in out, out[-3000:]
+    (status, items), = _stored(db).values()
+    assert (status, items) == ("interrupted", set())
+    assert not journal_dir(db).exists()

@@ -29,9 +29,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "is what every other run is judged on. Prints every run with its figures. Runs "
         "stay in --work (default: a temporary folder). Exit status: 0 when a set was found, "
         "1 when the stage passes with every option or fails without any.",
-        epilog="examples:\n  stedge bisect corpus/tcn --version 4.0.1 --stage validate-target "
+        epilog="examples:\n  stedge bisect corpus/tcn-23x60 --version 4.0.1 --stage validate-target "
                "--board serial:/dev/ttyACM0:921600\n"
-               "  stedge bisect corpus/mobilenet --version 4.0.1 --stage generate --json")
+               "  stedge bisect corpus/mobilenetv2-0.35-128 --version 4.0.1 --stage generate --json")
     p.add_argument("case", metavar="CASE", help="case.toml, its folder, or a case name under "
                    "./corpus")
     p.add_argument("--version", required=True, metavar="V", help="the stedgeai version to run")

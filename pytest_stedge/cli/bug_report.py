@@ -24,9 +24,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "(tool build, compiler, runtime, board; what happens; how to reproduce; what was "
         "ruled out). Nothing from outside the case goes in; a path of this machine left in "
         "a file stops the report.",
-        epilog="examples:\n  stedge bug-report corpus/tcn --version 4.0.1 --passing-version "
+        epilog="examples:\n  stedge bug-report corpus/tcn-23x60 --version 4.0.1 --passing-version "
                "3.0.0 --stage validate-target --board serial:/dev/ttyACM0:921600 --bisect\n"
-               "  stedge bug-report corpus/mobilenet --version 4.0.1 --stage generate "
+               "  stedge bug-report corpus/mobilenetv2-0.35-128 --version 4.0.1 --stage generate "
                "--passing-version 3.0.0 --db ci/results.duckdb")
     p.add_argument("case", metavar="CASE", help="case.toml, its folder, or a case name under "
                    "./corpus")

@@ -14,7 +14,7 @@ from pytest_stedge.errors import StedgeError
 _EPILOG = """examples:
   stedge corpus build                 rebuild in place; refuses to change pinned models
   stedge corpus build --check         rebuild in memory, compare with the committed files
-  stedge corpus build --out /tmp/c    write the models under /tmp/c instead
+  stedge corpus build --out rebuilt/  write the models under rebuilt/ instead
   stedge corpus build --force         overwrite models whose pin differs and re-pin them
 """
 

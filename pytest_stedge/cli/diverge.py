@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pytest_stedge.errors import OracleError, StedgeError
+from pytest_stedge.errors import StedgeError
+from pytest_stedge.oracle.board_dump import read_sidecar
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -34,7 +35,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         epilog="examples:\n  stedge diverge model.onnx layers.npz\n"
         "  stedge diverge model.tflite n6.npz --c-info st_ai_output/network_c_info.json\n"
         "  stedge diverge n6.npz --c-info st_ai_output/network_c_info.json   # the OE model\n"
-        "  stedge diverge model.tflite n6.npz --c-info network_c_info.json --case corpus/bf\n"
+        "  stedge diverge model.tflite n6.npz --c-info network_c_info.json "
+        "--case corpus/real/n6-blazeface-128\n"
         "  stedge diverge st_ai_output/network_val_io.npz      # validate's own outputs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,10 +66,12 @@ def cmd_diverge(args: argparse.Namespace) -> int:
 
     if len(args.files) > 2:
         raise StedgeError(f"diverge takes [MODEL] DUMP, got {len(args.files)} files")
+    if args.case:
+        find_case(args.case)  # a case that does not exist is an error on every path
     model, dump = (args.files[0], args.files[1]) if len(args.files) == 2 else (None, args.files[0])
     if is_val_io(load_arrays(dump)):
         return _outputs_only(args, model, dump, None, "validate")
-    meta = _sidecar(dump)
+    meta = read_sidecar(dump)
     c_info = args.c_info or (Path(meta["c_info"]) if meta.get("c_info") else None)
     if c_info is not None:
         from pytest_stedge.oracle.board_dump import read_dump
@@ -92,16 +96,6 @@ def cmd_diverge(args: argparse.Namespace) -> int:
             "to this model's tensors)")
     return _nodes(args, model, dump)
 
-
-def _sidecar(dump: Path) -> dict[str, Any]:
-    side = dump.with_suffix(".json")
-    if not side.is_file():
-        return {}
-    try:
-        loaded = json.loads(side.read_text(encoding="utf-8", errors="replace"))
-    except ValueError as exc:
-        raise OracleError(f"{side}: not JSON ({exc})") from None
-    return loaded if isinstance(loaded, dict) else {}
 
 
 def _bounds(args: argparse.Namespace) -> tuple[list[Any], str]:

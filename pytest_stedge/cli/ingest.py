@@ -34,7 +34,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "not installed.",
         epilog="examples:\n"
         "  stedge ingest ~/win-share/st_ai_output --version 4.0.1 --case mvs-cnn/int8\n"
-        "  stedge ingest dc-run/ --version 3.0.0 --case tcn-23x60 --stage validate-target\n"
+        "  stedge ingest dc-run/ --run 2 --version 3.0.0 --case tcn-23x60 --stage validate-target\n"
         "  stedge ingest logs.txt --run 2 --version 4.0.1 --case mvs-cnn/int8   (its validate)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -53,7 +53,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         type=int,
         metavar="N",
         help="The outputs hold several runs (an AI Studio log with a generate and a validate): "
-        "store run N (1 = the first; `stedge parse PATH` lists them). Asked when not given",
+        "store run N (1 = the first; `stedge parse PATH` lists them). Without it, the one "
+        "run of --stage, else asked",
     )
     parser.add_argument("--corpus", default="corpus", metavar="DIR", help="Corpus folder. Default: corpus")
     parser.add_argument(
@@ -102,7 +103,8 @@ def _ingest(args: argparse.Namespace) -> int:
             f"no case {args.case!r} in {corpus}; cases: {', '.join(sorted(cases)) or 'none'}"
         )
     source = Path(args.path).resolve()
-    result = _one_run(Path(args.path), args.run)  # parse fully before anything is written
+    # parse fully before anything is written
+    result = _one_run(Path(args.path), args.run, args.stage)
     refuse_without_figures(result, Path(args.path))
     stage = args.stage or stage_of(result)
     problems = mismatches(result, args.version, case.model)
@@ -146,8 +148,10 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_run(path: Path, number: int | None) -> dict[str, Any]:
-    """The run to store: the only one, run ``number``, or the one the user picks."""
+def _one_run(path: Path, number: int | None, stage: str | None = None) -> dict[str, Any]:
+    """The run to store: the only one, run ``number``, the only one of ``stage`` (a
+    validate-target folder also holds the generate that built the firmware), or the one the
+    user picks."""
     from pytest_stedge.errors import StedgeError, describe_run
     from pytest_stedge.parsers import parse_runs
 
@@ -156,6 +160,9 @@ def _one_run(path: Path, number: int | None) -> dict[str, Any]:
     runs = pick_runs(path, parse_runs(path), number)
     if len(runs) == 1:
         return runs[0]
+    of_stage = [r for r in runs if stage is not None and stage_of(r) == stage]
+    if len(of_stage) == 1:
+        return of_stage[0]
     listed = "\n".join(f"  {i}: {describe_run(r)}" for i, r in enumerate(runs, 1))
     if not sys.stdin.isatty():
         raise StedgeError(

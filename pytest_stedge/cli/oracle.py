@@ -97,7 +97,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "definitions. Integer outputs are dequantized first, as the tool does: with the scale "
         "and zero point the validate report or c_info.json beside REFERENCE states, or with "
         "--scale/--zero-point; an integer output with neither is refused.",
-        epilog="examples:\n  stedge metrics network_val_io.npz\n"
+        epilog="examples:\n  stedge metrics st_ai_output/network_val_io.npz\n"
         "  stedge metrics dump/network_val_io.npz --scale 0.000666033 --zero-point -128\n"
         "  stedge metrics ref.npz board_outputs.npy --json",
         formatter_class=fmt,

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 _EPILOG = """examples:
-  stedge parse st_ai_output/                    summary of a generate/validate output folder
-  stedge parse st_ai_output/network_c_info.json one file
+  stedge parse st_ai_output/                     summary of a generate/validate output folder
+  stedge parse st_ai_output/network_c_info.json  one file
   stedge parse ~/.stm32cubemx/network_output --json > result.json
-  stedge parse console.log                      a captured console (tqdm/ANSI are ignored)
-  stedge parse logs.txt --run 2 --json          one run of a log holding a generate and a validate
+  stedge parse console.log                       a captured console (tqdm/ANSI are ignored)
+  stedge parse logs.txt --run 2 --json           one run of a log holding a generate and a validate
 """
 
 

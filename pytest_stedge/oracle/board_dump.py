@@ -61,14 +61,7 @@ def read_dump(path: Path | str, plan: EpochPlan) -> Dump:
 
     p = Path(path)
     arrays = load_arrays(p)
-    sidecar = p.with_suffix(".json")
-    meta: dict[str, Any] = {}
-    if sidecar.is_file():
-        try:
-            loaded = json.loads(sidecar.read_text(encoding="utf-8", errors="replace"))
-            meta = loaded if isinstance(loaded, dict) else {}
-        except ValueError as exc:
-            raise OracleError(f"{sidecar}: not JSON ({exc})") from None
+    meta = read_sidecar(p)
     records: list[Record] = []
     placed: set[str] = set()
     for node in meta.get("nodes") or []:
@@ -140,3 +133,19 @@ def _fit(arr: Any, shape: tuple[int, ...], where: str) -> Any:
         if tuple(arr.transpose(0, 3, 1, 2).shape) == tuple(shape):
             return np.ascontiguousarray(arr.transpose(0, 3, 1, 2))
     return arr.reshape(shape)
+
+
+def read_sidecar(dump: Path) -> dict[str, Any]:
+    """The ``.json`` sidecar beside a board dump (timings, counters, nodes, quantisation):
+    empty when there is none.
+
+    :raises OracleError: the sidecar is not JSON.
+    """
+    sidecar = dump.with_suffix(".json")
+    if not sidecar.is_file():
+        return {}
+    try:
+        loaded = json.loads(sidecar.read_text(encoding="utf-8", errors="replace"))
+    except ValueError as exc:
+        raise OracleError(f"{sidecar}: not JSON ({exc})") from None
+    return loaded if isinstance(loaded, dict) else {}

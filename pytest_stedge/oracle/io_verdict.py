@@ -12,12 +12,13 @@ run on the dump's own input, or, for a ``*_val_io.npz`` that ``validate`` wrote,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import OracleError
+
+from .board_dump import read_sidecar
 
 # What per-epoch data needs, and how the N6 validation project gives it: read in ST's
 # firmware (aiValidation_ATON.c of an NPU_Validation build, X-CUBE-AI 10.2, public copy:
@@ -84,7 +85,7 @@ def dump_outputs(model: Path, dump: Path, c_info: Path | None = None, *,
     from .metrics import compute_metrics, load_arrays
     from .refmodel import load_reference
 
-    meta = _sidecar(dump)
+    meta = read_sidecar(dump)
     arrays = load_arrays(dump)
     names = [n for n in meta.get("outputs") or [] if n in arrays]
     if not names:
@@ -144,16 +145,6 @@ def dump_outputs(model: Path, dump: Path, c_info: Path | None = None, *,
         rows.append({"name": name, "reference": tensor, "how": how, **metrics})
     return rows
 
-
-def _sidecar(dump: Path) -> dict[str, Any]:
-    sidecar = dump.with_suffix(".json")
-    if not sidecar.is_file():
-        return {}
-    try:
-        loaded = json.loads(sidecar.read_text(encoding="utf-8", errors="replace"))
-    except ValueError as exc:
-        raise OracleError(f"{sidecar}: not JSON ({exc})") from None
-    return loaded if isinstance(loaded, dict) else {}
 
 
 def _real(arr: Any, q: tuple[float, int] | None) -> Any:

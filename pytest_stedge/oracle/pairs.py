@@ -102,6 +102,8 @@ def real_pairs(root: Path) -> list[RealPair]:
             continue  # e.g. n6-mobilenetv2-qdq-3versions: the source model is not public
         folders = sorted({p.parent for p in case.rglob("*") if p.is_file()})
         for folder in folders:
+            if "st_ai_ws" in folder.relative_to(case).parts:
+                continue  # the tool's workspace: part of the run in the folder above it
             files = sorted(
                 p for p in folder.iterdir()
                 if p.is_file() and (p.name.endswith("c_info.json") or p.suffix == ".txt")

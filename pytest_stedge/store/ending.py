@@ -74,9 +74,25 @@ def finish_writes(
         store.wait_s = before
         if kept.full:
             journal.reserve_again()  # lines still to come (a report, a note) need room
+    if kept.unstored:
+        _drop_stored(store, run_id, kept)
     ending.complete = ending.finished and not kept.unstored and not journal.full
     journal.close(delete=ending.complete)
     return ending
+
+
+def _drop_stored(store: Store, run_id: int, kept: WriteReport) -> None:
+    """Take out of ``kept.unstored`` the items the store holds after all: on a full disk
+    DuckDB may commit the rows and fail after (the write-ahead log or its checkpoint), so
+    the summary would count stored items as missing. Unreadable store: left as it is."""
+    try:
+        held = store.item_nodeids(run_id)
+    except StoreError:
+        return
+    stored = [row for row in kept.unstored if row.nodeid in held]
+    if stored:
+        kept.unstored = [row for row in kept.unstored if row.nodeid not in held]
+        kept.stored += len(stored)
 
 
 def not_stored_lines(
@@ -90,10 +106,12 @@ def not_stored_lines(
         " The journal's disk is full too: items finished after it filled are lost."
         if journal_full else ""
     )
+    missing = (f"{count} finished item(s) and the end of the run are" if count
+               else "the end of the run (every finished item is stored) is")
     return [
         (
-            f"{store}: {why}. {count} finished item(s) and the end of the run are not in "
-            f"the store; they are kept in the journal {journal}, merged by the next session "
-            f"on this store or now by `stedge import {journal} --db {store}`.{lost}"
+            f"{store}: {why}. {missing} not in the store; they are kept in the journal "
+            f"{journal}, merged by the next session on this store or now by "
+            f"`stedge import {journal} --db {store}`.{lost}"
         )
     ]

@@ -21,11 +21,17 @@ def _err(code: str, kind: str, message: str) -> str:
 def _injected(faults: dict[str, Any]) -> int | None:
     """Apply run-level faults; returns an exit status when the run must stop here."""
     sys.stdout.flush()  # a killed run must still show what it printed
+    mark = str(faults.get("spawn_mark") or HELPER_MARK)
+    pids = str(faults.get("spawn_pids") or "")
+    helpers = 0
     if faults.get("spawn"):
-        _spawn_helpers(float(faults["spawn"]), str(faults.get("spawn_mark") or HELPER_MARK))
+        _spawn_helpers(float(faults["spawn"]), mark, pids)
+        helpers += 2
     if faults.get("spawn_clean"):
-        _spawn_clean_helper(float(faults["spawn_clean"]),
-                            str(faults.get("spawn_mark") or HELPER_MARK))
+        _spawn_clean_helper(float(faults["spawn_clean"]), mark, pids)
+        helpers += 1
+    if pids and helpers:
+        _wait_settled(Path(pids), helpers)
     if faults.get("sleep"):
         time.sleep(float(faults["sleep"]))
     if faults.get("hang"):
@@ -51,11 +57,21 @@ def _injected(faults: dict[str, Any]) -> int | None:
 HELPER_MARK = "fake-stedgeai-helper"
 
 
-def _spawn_helpers(seconds: float, mark: str = HELPER_MARK) -> None:
+# What a helper runs once settled (in its own session, after its forks): with a folder
+# given (argv[-1] not empty), an empty file named by its pid there; then it sleeps.
+_SETTLED = (
+    "if sys.argv[-1]:\n"
+    "    open(os.path.join(sys.argv[-1], str(os.getpid())), 'x').close()\n"
+    "time.sleep(float(sys.argv[1]))\n"
+)
+
+
+def _spawn_helpers(seconds: float, mark: str = HELPER_MARK, pids: str = "") -> None:
     """Start two helper processes that outlive a plain kill of the tool: one that calls
     setsid (a session of its own), and one that double-forks away (its parent exits,
     it is re-parented), as compilers and license daemons do. Each sleeps ``seconds``; its
-    command line carries ``mark`` (a test finds its own helpers in /proc by it)."""
+    command line carries ``mark`` (a test finds its own helpers in /proc by it); with
+    ``pids``, each writes its pid file there once settled."""
     import subprocess
 
     code = (
@@ -63,31 +79,40 @@ def _spawn_helpers(seconds: float, mark: str = HELPER_MARK) -> None:
         "os.setsid()\n"
         "if sys.argv[2] == 'detach' and os.fork():\n"
         "    os._exit(0)\n"
-        "time.sleep(float(sys.argv[1]))\n"
-    )
+    ) + _SETTLED
     for how in ("setsid", "detach"):
         proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(seconds), how, mark],
+            [sys.executable, "-c", code, str(seconds), how, mark, pids],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         if how == "detach":
             proc.wait()  # the forked grandchild lives on, re-parented
 
 
-def _spawn_clean_helper(seconds: float, mark: str = HELPER_MARK) -> None:
+def _spawn_clean_helper(seconds: float, mark: str = HELPER_MARK, pids: str = "") -> None:
     """A helper that leaves every trace of the run: it double-forks, calls setsid and execs
     with a cleared environment (so without the harness's token), then sleeps ``seconds``;
-    its command line carries ``mark``. What a license daemon may do."""
+    its command line carries ``mark`` (and ``pids``: see :func:`_spawn_helpers`). What a
+    license daemon may do."""
     if os.fork() == 0:
         try:
             os.setsid()
             if os.fork() == 0:
-                code = "import sys, time; time.sleep(float(sys.argv[1]))"
+                code = "import os, sys, time\n" + _SETTLED
                 os.execve(sys.executable, [sys.executable, "-c", code, str(seconds), mark,
-                                           "clean-env"], {"PATH": "/usr/bin:/bin"})
+                                           "clean-env", pids], {"PATH": "/usr/bin:/bin"})
         finally:
             os._exit(0)
     os.wait()
+
+
+def _wait_settled(pids: Path, helpers: int, seconds: float = 120.0) -> None:
+    """Return once ``helpers`` pid files are in ``pids`` (every helper settled), so that a
+    test sees them all while the tool still runs, however loaded the machine; after
+    ``seconds`` without them, go on (the test counts the files and says so)."""
+    deadline = time.monotonic() + seconds
+    while len(list(pids.iterdir())) < helpers and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def _crash_in_compiler() -> None:

@@ -7,11 +7,13 @@ baked `*`, baked stem, env `*`, env stem.
 
 Keys: sleep (s), spawn (s: two helper processes that call setsid, one double-forked,
 each sleeping that long; spawn_mark: a text their command lines carry; spawn_clean (s): a
-third that double-forks, calls setsid and execs with a cleared environment), error (true or message; error_code, error_kind, exit_code), crash, hang,
-no_output, truncate [files], garbage [files], inflate_activations (factor),
-extra_sw_epochs (N or [op names]), hybrid_epochs (N), weights_factor (factor),
-validate ({"cos": x} | {"uncorrelated": true} | {"identical": true}: snr=inf, as real 4.0.0
-logs print for bit-exact outputs).
+third that double-forks, calls setsid and execs with a cleared environment; spawn_pids: a
+folder where each helper, once settled, writes an empty file named by its pid, the tool
+waiting for them all before it goes on), error (true or message; error_code, error_kind,
+exit_code), crash, hang, no_output, truncate [files], garbage [files], inflate_activations
+(factor), extra_sw_epochs (N or [op names]), hybrid_epochs (N), weights_factor (factor),
+validate ({"cos": x} | {"uncorrelated": true} | {"identical": true}: snr=inf, as real
+4.0.0 logs print for bit-exact outputs).
 
 A fault set with `"when_options": ["--Ocache-opt", "--enable-epoch-controller"]` applies only
 to runs whose options (the command line's and the Neural-ART profile's) hold all of them:
@@ -48,6 +50,7 @@ KNOWN = {
     "spawn_mark",
     "when_options",
     "spawn_clean",
+    "spawn_pids",
 }
 
 
