@@ -200,17 +200,22 @@ def validate_run(path: Path) -> dict[str, Any]:
     return next((r for r in runs if r["command"] == "validate"), runs[-1])
 
 
-@pytest.fixture
-def readonly_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A folder mounted read-only (root ignores file modes; a read-only mount binds it)."""
-    folder = tmp_path / "ro"
+def mounted_tmpfs(folder: Path, size: str):  # type: ignore[no-untyped-def]
+    """Mount a tmpfs of ``size`` (``16m``) on a new ``folder`` for the fixture that yields
+    from this; skips where mounting is not allowed (root only)."""
     folder.mkdir()
     if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(folder)], capture_output=True,
-        check=False,
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True, check=False,
     ).returncode != 0:
         pytest.skip("mounting a tmpfs is not allowed here (needs root)")
     try:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def readonly_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A folder mounted read-only (root ignores file modes; a read-only mount binds it)."""
+    yield from mounted_tmpfs(tmp_path / "ro", "64m")

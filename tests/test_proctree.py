@@ -92,6 +92,25 @@ def _settled_helpers(pids: Path, count: int, seconds: float = 120.0) -> list[int
     return sorted(int(f.name) for f in pids.iterdir())
 
 
+def _pytest_with_helpers(tmp_path: Path, make_corpus: CorpusFactory, mark: str, pids: Path,
+                         spawn: str) -> subprocess.Popen[bytes]:
+    """A `pytest` of one case whose fake tool starts helpers (``spawn`` or ``spawn_clean``)
+    that write their pid files into ``pids`` once settled, then sleeps 300 s."""
+    from fake_stedgeai import make_install
+
+    pids.mkdir()
+    make_install(tmp_path / "inst" / "4.0", "4.0.1",
+                 config={"*": {spawn: 300, "sleep": 300, "spawn_mark": mark,
+                               "spawn_pids": str(pids)}})
+    corpus = make_corpus({"cnn": SIMPLE_CASE})
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", str(corpus), "-p", "no:cacheprovider",
+         "--stedge-root", str(tmp_path / "inst"), "--stedge-db", str(tmp_path / "db.duckdb"),
+         f"--rootdir={tmp_path}"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
 def _alive_with(pid: int, mark: str) -> bool:
     """Whether ``pid`` runs and is still the helper carrying ``mark`` (not a reused pid)."""
     try:
@@ -150,20 +169,9 @@ def test_a_killed_pytest_leaves_no_tool_process(
 ) -> None:
     """SIGKILL of pytest while the tool runs: its reaper kills the tool and its helpers."""
     mark = _mark(tmp_path)
-    from fake_stedgeai import make_install
 
     pids = tmp_path / "pids"
-    pids.mkdir()
-    make_install(tmp_path / "inst" / "4.0", "4.0.1",
-                 config={"*": {"spawn": 300, "sleep": 300, "spawn_mark": mark,
-                               "spawn_pids": str(pids)}})
-    corpus = make_corpus({"cnn": SIMPLE_CASE})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", str(corpus), "-p", "no:cacheprovider",
-         "--stedge-root", str(tmp_path / "inst"), "--stedge-db", str(tmp_path / "db.duckdb"),
-         f"--rootdir={tmp_path}"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    proc = _pytest_with_helpers(tmp_path, make_corpus, mark, pids, "spawn")
     try:
         helpers = _settled_helpers(pids, 2)  # the tool sleeps once they are settled
         assert len(helpers) == 2, f"the fake tool started {len(helpers)} helpers of 2"
@@ -263,25 +271,13 @@ def test_a_killed_pytest_leaves_no_helper_that_cleared_its_environment(
     pytester: pytest.Pytester, make_corpus: CorpusFactory, tmp_path: Path
 ) -> None:
     """The reaper matched tokens only: a helper without one outlived pytest (2 of 2)."""
-    from fake_stedgeai import make_install
-
     from pytest_stedge.tool import cgroups
 
     if cgroups.base() is None:
         pytest.skip("no writable cgroup v2 here: this case is not covered (see the README)")
     mark = _mark(tmp_path)
     pids = tmp_path / "pids"
-    pids.mkdir()
-    make_install(tmp_path / "inst" / "4.0", "4.0.1",
-                 config={"*": {"spawn_clean": 300, "sleep": 300, "spawn_mark": mark,
-                               "spawn_pids": str(pids)}})
-    corpus = make_corpus({"cnn": SIMPLE_CASE})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", str(corpus), "-p", "no:cacheprovider",
-         "--stedge-root", str(tmp_path / "inst"), "--stedge-db", str(tmp_path / "db.duckdb"),
-         f"--rootdir={tmp_path}"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    proc = _pytest_with_helpers(tmp_path, make_corpus, mark, pids, "spawn_clean")
     try:
         helpers = _settled_helpers(pids, 1)
         assert len(helpers) == 1, "the fake tool never started its helper"

@@ -3,7 +3,6 @@ a stop that hangs is visible and ends (its journal kept for the next session).""
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SIMPLE_CASE, CorpusFactory
+from conftest import SIMPLE_CASE, CorpusFactory, mounted_tmpfs
 
 from pytest_stedge.cli.main import main
 from pytest_stedge.store.database import Store
@@ -44,17 +43,7 @@ def _stored(db: Path) -> dict[int, tuple[str, set[str]]]:
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 16 MiB tmpfs (root only), for a disk the store fills."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)], capture_output=True,
-        check=False,
-    ).returncode != 0:
-        pytest.skip("mounting a tmpfs is not allowed here (needs root)")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+    yield from mounted_tmpfs(tmp_path / "disk", "16m")
 
 
 def _leave_free(disk: Path, free: int) -> Path:
