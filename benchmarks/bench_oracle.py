@@ -80,7 +80,7 @@ def main() -> None:
         )
     if REAL.is_dir():
         print("plan vs bound on the real-cases models (as their runs deploy them):")
-        from pytest_stedge.oracle.pairs import deployment_options, real_pairs
+        from pytest_stedge.oracle.memory.real_pairs import deployment_options, real_pairs
 
         seen: set[tuple[str, str]] = set()
         at_bound = total = 0

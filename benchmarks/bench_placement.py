@@ -33,10 +33,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_stedge.oracle.model_files import open_graph
-from pytest_stedge.oracle.placement import predict_placement
-from pytest_stedge.oracle.placement_eval import leave_one_model_out
-from pytest_stedge.oracle.placement_table import load_table
+from pytest_stedge.oracle.model.files import open_graph
+from pytest_stedge.oracle.placement.predict import predict_placement
+from pytest_stedge.oracle.placement.scoring import leave_one_model_out
+from pytest_stedge.oracle.placement.table import load_table
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -85,9 +85,9 @@ marks.append(("import the stedge command", clock(), cpu()))
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["oracle", sys.argv[1], "--version", "2.2.0"])
 marks.append(("stedge oracle --version (its own work)", clock(), cpu()))
-from pytest_stedge.oracle.memory import analyze_graph
-from pytest_stedge.oracle.model_files import open_graph
-from pytest_stedge.oracle.placement import predict_placement
+from pytest_stedge.oracle.memory.analysis import analyze_graph
+from pytest_stedge.oracle.model.files import open_graph
+from pytest_stedge.oracle.placement.predict import predict_placement
 graph = open_graph(sys.argv[1])
 marks.append(("  of which: parse + shape inference", clock(), cpu()))
 analyze_graph(graph)

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus" / "nets"))
 from tflite_nets import detector
 
 from pytest_stedge.oracle import analyze_model
-from pytest_stedge.oracle.memory import analyze_graph
-from pytest_stedge.oracle.model_files import open_graph
+from pytest_stedge.oracle.memory.analysis import analyze_graph
+from pytest_stedge.oracle.model.files import open_graph
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 

@@ -236,7 +236,7 @@ def attach_oracle(case: Case, oracle: OracleInputs, result: Result) -> None:
     result["oracle"] = {k: report[k] for k in _ORACLE_FIGURES if k in report}
     version = str((result.get("tool") or {}).get("version") or "")
     if version and oracle.model is not None and result.get("neural_art") and result.get("epochs"):
-        from .oracle.placement import placement_summary
+        from .oracle.placement.predict import placement_summary
 
         try:  # the predicted placement beside the real epochs (issue 27)
             result["oracle"]["placement"] = placement_summary(oracle.model, version, case.options)

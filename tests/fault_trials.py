@@ -56,8 +56,8 @@ def compilations(shared: Path = SHARED) -> tuple[list[Compilation], list[tuple[s
     """Every N6 c_info of ../shared with epochs and buffers, with its models; and the
     c_infos left out, with why."""
     from pytest_stedge.errors import OracleError
-    from pytest_stedge.oracle.epoch_names import compiled_from
-    from pytest_stedge.oracle.epochs import load_plan
+    from pytest_stedge.oracle.accuracy.epoch_names import compiled_from
+    from pytest_stedge.oracle.accuracy.epoch_plan import load_plan
 
     models: dict[str, list[Path]] = {}
     for path in sorted([*shared.rglob("*.onnx"), *shared.rglob("*.tflite")]):
@@ -152,8 +152,8 @@ class Tally:
 
 def run_trials(comp: Compilation, work: Path, count: int | None) -> list[Tally]:
     """Every chosen fault judged with every model; the healthy run too."""
-    from pytest_stedge.oracle.epoch_compare import EpochComparer
-    from pytest_stedge.oracle.epochs import load_plan
+    from pytest_stedge.oracle.accuracy.epoch_compare import EpochComparer
+    from pytest_stedge.oracle.accuracy.epoch_plan import load_plan
 
     healthy = healthy_dump(comp, work / "healthy.npz")
     executed = [e.name for e in load_plan(comp.c_info).executed_epochs()]

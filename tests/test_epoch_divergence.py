@@ -19,7 +19,7 @@ import pytest
 from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
 from pytest_stedge.cli.boards import run_dump
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.epoch_compare import diverge_epochs
+from pytest_stedge.oracle.accuracy.epoch_compare import diverge_epochs
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 MOBILENET = SHARED / "real-cases/n6-mobilenetv2-qdq-3versions/3.0.0"

@@ -9,8 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_stedge.oracle.epoch_layout import identity, oe_layouts, to_layout
-from pytest_stedge.oracle.refmodel import load_reference
+from pytest_stedge.oracle.accuracy.epoch_layout import identity, oe_layouts, to_layout
+from pytest_stedge.oracle.accuracy.refmodel import load_reference
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 BLAZE = SHARED / "real-cases/n6-blazeface-2profiles"
@@ -122,8 +122,8 @@ def test_blazeface_s_channel_pad_runs_in_n_h_c_w(tmp_path: Path) -> None:
 
 
 def test_a_buffer_quantized_otherwise_is_not_mapped_to_the_tensor() -> None:
-    from pytest_stedge.oracle.epoch_names import Namer, open_models
-    from pytest_stedge.oracle.epochs import load_plan
+    from pytest_stedge.oracle.accuracy.epoch_names import Namer, open_models
+    from pytest_stedge.oracle.accuracy.epoch_plan import load_plan
 
     info = BLAZE_OE.parent / "network_c_info.json"
     for path in (BLAZE_OE, BLAZE_TFLITE, info):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.epochs import Buffer, load_plan, record_epochs
+from pytest_stedge.oracle.accuracy.epoch_plan import Buffer, load_plan, record_epochs
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 NPU_40 = SHARED / "stedgeai-samples/n6-v4.0.0-generate-npu-conv2d-default-profile/network_c_info.json"

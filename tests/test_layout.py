@@ -11,7 +11,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_stedge"
 WINGS = ["bisect", "board", "board/sim", "bugreport", "bugs", "case", "cli", "oracle", "parsers",
-         "report", "store", "tool", "verdict"]
+         "report", "store", "tool", "verdict", *(f"oracle/{w}" for w in ("model", "deployment",
+         "memory", "placement", "accuracy"))]
+# The oracle: one wing per user question over a shared model reader and the deployment.
+ORACLE_SHARED = ("model", "deployment")
+ORACLE_QUESTIONS = ("memory", "placement", "accuracy")
 # The pytest flow: what stays at the top of the package (DESIGN.md section 2).
 FLOW = {
     "plugin", "options", "hookspecs", "defaults", "items", "steps", "session", "state", "result",
@@ -90,6 +94,29 @@ def test_each_wing_says_what_it_owns_and_may_import(wing: str) -> None:
     doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
     assert doc and len(doc.split()) >= 25, f"{init}: a paragraph on what the wing owns"
     assert "import" in doc, f"{init}: say what the wing may import"
+
+
+def test_the_oracle_answers_one_question_per_wing() -> None:
+    # a newcomer sees from the folder which question a module answers; a question wing
+    # reads the model and the deployment, never a sibling question's internals
+    oracle = PACKAGE / "oracle"
+    assert {p.stem for p in oracle.glob("*.py")} == {"__init__"}, "oracle modules outside a wing"
+    assert {p.name for p in oracle.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
+        *ORACLE_SHARED, *ORACLE_QUESTIONS}
+    allowed = {"model": {"model"}, "deployment": {"deployment"}}
+    allowed.update({q: {q, *ORACLE_SHARED} for q in ORACLE_QUESTIONS})
+    crossing = sorted(
+        f"{name} -> {target}"
+        for name, targets in _import_graph().items()
+        if name.startswith("pytest_stedge.oracle.")
+        for target in targets
+        if target.startswith("pytest_stedge.oracle.")
+        and target.split(".")[2] not in allowed[name.split(".")[2]]
+    )
+    assert not crossing, f"oracle wings importing a sibling they may not: {crossing}"
+    upward = sorted(f"{n} -> {t}" for n, ts in _import_graph().items()
+                    if n.startswith("pytest_stedge.oracle.") for t in ts if t == "pytest_stedge.oracle")
+    assert not upward, f"oracle wings importing the oracle's entry points: {upward}"
 
 
 def test_top_level_holds_only_the_pytest_flow() -> None:

@@ -27,7 +27,7 @@ def test_other_native_lines_are_passed_on(tmp_path: Path) -> None:
     # What the block writes on fd 2 that is not an INFO line reaches stderr after it.
     code = (
         "import os\n"
-        "from pytest_stedge.oracle.native_log import native_info_dropped\n"
+        "from pytest_stedge.oracle.accuracy.native_log import native_info_dropped\n"
         "with native_info_dropped():\n"
         "    os.write(2, b'INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\\n')\n"
         "    os.write(2, b'ERROR: a real failure\\n')\n"

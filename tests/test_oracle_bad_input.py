@@ -51,7 +51,7 @@ def test_truncated_flatbuffer(tmp_path: Path) -> None:
 
 
 def test_unsupported_tflite_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_stedge.oracle import tflite_graph
+    from pytest_stedge.oracle.model import tflite as tflite_graph
 
     path = micro_conv(tmp_path / "micro.tflite")
     monkeypatch.delitem(tflite_graph.OPS, "MEAN")  # as if MEAN were an operator we do not know

@@ -18,8 +18,9 @@ import pytest
 
 from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle import analyze_model, cinfo_measure, explain_c_info
-from pytest_stedge.oracle.pairs import deployment_options, real_pairs
+from pytest_stedge.oracle import analyze_model, explain_c_info
+from pytest_stedge.oracle.memory import explain_parts as cinfo_measure
+from pytest_stedge.oracle.memory.real_pairs import deployment_options, real_pairs
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 

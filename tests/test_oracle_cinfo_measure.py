@@ -1,4 +1,4 @@
-"""The c_info measurement (``oracle/cinfo_measure.py``) on small buffer layouts counted by hand.
+"""The c_info measurement (``oracle/memory/explain_parts.py``) on small buffer layouts counted by hand.
 
 Each layout is what a c_info's buffer table says (pool, offset, size, first and last
 epoch, kind); the expected parts are worked out beside each test. The real c_infos of
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_stedge.oracle.cinfo_buffers import ToolBuffer
-from pytest_stedge.oracle.cinfo_measure import FloorTensors, measure, merge_aliases
+from pytest_stedge.oracle.memory.explain_parts import FloorTensors, measure, merge_aliases
+from pytest_stedge.oracle.memory.tool_buffers import ToolBuffer
 
 
 def _buf(name: str, offset: int, size: int, start: int, end: int, *, pool: int = 0,

@@ -19,9 +19,9 @@ def test_oracle_command_does_not_import_the_parsers() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     modules = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "pytest_stedge.oracle.memory" in modules  # the command ran
+    assert "pytest_stedge.oracle.memory.analysis" in modules  # the command ran
     assert not [m for m in modules if m.startswith("pytest_stedge.parsers")]
-    assert "pytest_stedge.oracle.cinfo" not in modules  # no --c-info: not loaded
+    assert "pytest_stedge.oracle.memory.explain" not in modules  # no --c-info: not loaded
 
 
 def test_oracle_with_placement_reads_the_model_once_and_no_package_metadata() -> None:

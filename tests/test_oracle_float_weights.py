@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_stedge.oracle import analyze_model
-from pytest_stedge.oracle.memory import analyze_graph
-from pytest_stedge.oracle.model_files import open_graph
+from pytest_stedge.oracle.memory.analysis import analyze_graph
+from pytest_stedge.oracle.model.files import open_graph
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

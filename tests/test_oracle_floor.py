@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_stedge.oracle.deploy import deployment_for
-from pytest_stedge.oracle.graph import build_graph
-from pytest_stedge.oracle.memory import analyze_graph
+from pytest_stedge.oracle.deployment.settings import deployment_for
+from pytest_stedge.oracle.memory.analysis import analyze_graph
+from pytest_stedge.oracle.model.graph import build_graph
 
 Width = int | str | tuple[int, int]  # [1, w] (w may be symbolic), or a full 2-D shape
 
@@ -140,7 +140,7 @@ def test_a_dense_layer_on_several_rows_runs_in_place_on_one_row_does_not() -> No
     assert dense(4, 8)["lower_bound_bytes"] == 128
 
 
-# The tests below each kill a mutant of oracle/floor.py that the graphs above let
+# The tests below each kill a mutant of oracle/memory/floor.py that the graphs above let
 # through (numbers as `python tools/mutate.py floor --list` gives them).
 
 

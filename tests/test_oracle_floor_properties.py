@@ -21,11 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_stedge.oracle.deploy import deployment_for
-from pytest_stedge.oracle.deployed import _capabilities
-from pytest_stedge.oracle.facts import classify
-from pytest_stedge.oracle.graph import build_graph
-from pytest_stedge.oracle.memory import analyze_graph
+from pytest_stedge.oracle.deployment.settings import deployment_for
+from pytest_stedge.oracle.memory.analysis import analyze_graph
+from pytest_stedge.oracle.memory.deployed_liveness import _capabilities
+from pytest_stedge.oracle.model.facts import classify
+from pytest_stedge.oracle.model.graph import build_graph
 
 
 @dataclass
@@ -254,9 +254,9 @@ def test_no_schedule_beats_the_floor(drawn: tuple[list[tuple[str, int]], list[Op
 
 
 def _every_operator(graph: Any, qdq: Any, deployment: Any) -> int:
-    from pytest_stedge.oracle.deployed import _io_outside, _io_types
-    from pytest_stedge.oracle.floor import admissible_floor
-    from pytest_stedge.oracle.liveness import analyze_liveness
+    from pytest_stedge.oracle.memory.deployed_liveness import _io_outside, _io_types
+    from pytest_stedge.oracle.memory.floor import admissible_floor
+    from pytest_stedge.oracle.memory.liveness import analyze_liveness
 
     live = analyze_liveness(graph, qdq, int64_as_int32=True)
     _io_types(graph, live, deployment)

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_stedge.oracle.facts import classify
-from pytest_stedge.oracle.graph import build_graph
-from pytest_stedge.oracle.liveness import analyze_liveness
+from pytest_stedge.oracle.memory.liveness import analyze_liveness
+from pytest_stedge.oracle.model.facts import classify
+from pytest_stedge.oracle.model.graph import build_graph
 
 F32, I8 = TensorProto.FLOAT, TensorProto.INT8
 

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_stedge.errors import OracleError
 from pytest_stedge.oracle import analyze_model
-from pytest_stedge.oracle.planner import Item, check_plan, plan_offsets
+from pytest_stedge.oracle.memory.planner import Item, check_plan, plan_offsets
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.metrics import (
+from pytest_stedge.oracle.accuracy.metrics import (
     compute_metrics,
     dequantize,
     load_arrays,

@@ -12,8 +12,8 @@ import pytest
 
 from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.metrics import compute_metrics, load_arrays, pair_outputs
-from pytest_stedge.oracle.stimulus import InputSpec, default_stimulus, draw, input_specs
+from pytest_stedge.oracle.accuracy.metrics import compute_metrics, load_arrays, pair_outputs
+from pytest_stedge.oracle.accuracy.stimulus import InputSpec, default_stimulus, draw, input_specs
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CONVS = SHARED / "real-cases" / "n6-micro-convs-4flows"
@@ -218,7 +218,7 @@ def test_metrics_command_refuses_to_guess_integer_outputs(
 
 
 def test_quantization_stated_by_a_c_info_buffer(shared_dir: Path) -> None:
-    from pytest_stedge.oracle.quant import stated_quantization
+    from pytest_stedge.oracle.accuracy.output_quant import stated_quantization
 
     # the generate report prints the output's parameters: QLinear(0.550632954,-1,int8)
     folder = shared_dir / "stedgeai-samples" / "n6-v4.0.0-generate-sw-st-ai-tcn"

@@ -1,4 +1,4 @@
-"""Placing buffers in an mpool's pools (``oracle/pools.py``), on buffer sets counted by hand.
+"""Placing buffers in an mpool's pools (``oracle/memory/pools.py``), on buffer sets counted by hand.
 
 The rules placed here: the writable pools are filled in the profile's order, largest
 buffer first; a buffer goes to the first pool where its best-fit place (the smallest
@@ -11,9 +11,9 @@ and is reported as overflow. Lifetimes are inclusive step ranges.
 
 from __future__ import annotations
 
-from pytest_stedge.oracle.deploy import Pool
-from pytest_stedge.oracle.planner import Item
-from pytest_stedge.oracle.pools import PoolPlan, plan_pools
+from pytest_stedge.oracle.deployment.mpool import Pool
+from pytest_stedge.oracle.memory.planner import Item
+from pytest_stedge.oracle.memory.pools import PoolPlan, plan_pools
 
 
 def _bytes(plan: PoolPlan) -> dict[str, object]:

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from pytest_stedge.oracle import analyze_model, explain_c_info
-from pytest_stedge.oracle.pairs import RealPair, deployment_options, pair_row, real_pairs
+from pytest_stedge.oracle.memory.real_pairs import (
+    RealPair,
+    deployment_options,
+    pair_row,
+    real_pairs,
+)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL = SHARED / "real-cases"
@@ -95,7 +100,7 @@ def test_io_outside_the_activations_leave_the_floor() -> None:
 
 @needs_shared
 def test_every_rule_cites_real_pairs() -> None:
-    from pytest_stedge.oracle import rules_mcu, rules_n6_npu, rules_n6_sw
+    from pytest_stedge.oracle.memory import rules_mcu, rules_n6_npu, rules_n6_sw
 
     public = SHARED / "public-runs"
     labels = {p.label for p in PAIRS} | {p.label for p in real_pairs(public)}

@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_stedge.cli.main import main
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.divergence import diverge
-from pytest_stedge.oracle.reference import reference_outputs
+from pytest_stedge.oracle.accuracy.first_node import diverge
+from pytest_stedge.oracle.accuracy.reference import reference_outputs
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CONVS = SHARED / "real-cases" / "n6-micro-convs-4flows"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.metrics import compute_metrics
-from pytest_stedge.oracle.reference import reference_outputs
+from pytest_stedge.oracle.accuracy.metrics import compute_metrics
+from pytest_stedge.oracle.accuracy.reference import reference_outputs
 
 MICRO = Path(__file__).resolve().parents[1].parent / "shared" / "real-cases" / "n6-micro-convs-4flows"
 MODELS = sorted(MICRO.glob("*/baseline_*_int8.tflite")) if MICRO.is_dir() else []

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from pytest_stedge.errors import OracleError
-from pytest_stedge.oracle.model_files import open_graph
-from pytest_stedge.oracle.placement import predict_placement
-from pytest_stedge.oracle.placement_eval import leave_one_model_out
-from pytest_stedge.oracle.placement_runs import Run, load_runs
-from pytest_stedge.oracle.placement_table import build_table, dump_table, load_table, lookup
+from pytest_stedge.oracle.model.files import open_graph
+from pytest_stedge.oracle.placement.predict import predict_placement
+from pytest_stedge.oracle.placement.runs import Run, load_runs
+from pytest_stedge.oracle.placement.scoring import leave_one_model_out
+from pytest_stedge.oracle.placement.table import build_table, dump_table, load_table, lookup
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL = SHARED / "real-cases"
@@ -157,7 +157,7 @@ def test_leave_one_model_out_meets_the_targets() -> None:
 
 
 def test_committed_table_is_what_the_script_builds() -> None:
-    committed = (Path(__file__).resolve().parents[1] / "pytest_stedge" / "oracle" / "data"
+    committed = (Path(__file__).resolve().parents[1] / "pytest_stedge" / "oracle" / "placement" / "data"
                  / "n6_placement.json").read_text(encoding="utf-8")
     assert dump_table(build_table(_runs())) == committed, (
         "stale: rebuild with python tools/build_placement_table.py")

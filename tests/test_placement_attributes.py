@@ -18,9 +18,9 @@ import pytest
 from onnx import TensorProto, helper
 from onnx import numpy_helper as nh
 
-from pytest_stedge.oracle.model_files import open_graph
-from pytest_stedge.oracle.placement import predict_placement
-from pytest_stedge.oracle.placement_table import SCHEMA, load_table
+from pytest_stedge.oracle.model.files import open_graph
+from pytest_stedge.oracle.placement.predict import predict_placement
+from pytest_stedge.oracle.placement.table import SCHEMA, load_table
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 

@@ -13,14 +13,14 @@ import pytest
 from onnx import helper
 from test_placement_attributes import _QDQ
 
-from pytest_stedge.oracle.model_files import open_graph
-from pytest_stedge.oracle.placement import (
+from pytest_stedge.oracle.model.files import open_graph
+from pytest_stedge.oracle.placement.predict import (
     HYBRID_TEXT,
     format_plan,
     placement_summary,
     predict_placement,
 )
-from pytest_stedge.oracle.placement_table import SCHEMA
+from pytest_stedge.oracle.placement.table import SCHEMA
 
 
 def _rows(kind: str, *where: tuple[str, int]) -> list[dict[str, Any]]:

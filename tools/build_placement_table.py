@@ -5,7 +5,7 @@
 Reads every real STM32N6 run with an epoch table (2.x ``HW/SW/EC`` lists with ``-SW-``
 and ``??`` rows, 3.x/4.x boxed tables, c_info epoch nodes), ties each run to its model
 where the tree holds it (by the MD5 the tool recorded, else the case folder's one model),
-and writes ``pytest_stedge/oracle/data/n6_placement.json``: per version line and operator,
+and writes ``pytest_stedge/oracle/placement/data/n6_placement.json``: per version line and operator,
 the epochs seen in software, hybrid and hardware, each row with its file and line.
 Deterministic: the same tree gives the same bytes. ``--check`` compares instead of
 writing (exit 1 when the committed table is stale).
@@ -17,11 +17,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from pytest_stedge.oracle.placement_runs import load_runs
-from pytest_stedge.oracle.placement_table import build_table, dump_table
+from pytest_stedge.oracle.placement.runs import load_runs
+from pytest_stedge.oracle.placement.table import build_table, dump_table
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "pytest_stedge" / "oracle" / "data" / "n6_placement.json"
+DEFAULT_OUT = ROOT / "pytest_stedge" / "oracle" / "placement" / "data" / "n6_placement.json"
 
 
 def main(argv: list[str] | None = None) -> int:

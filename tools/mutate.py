@@ -88,36 +88,36 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
     ),
     "ddmin": ("pytest_stedge/bisect/ddmin.py", ["tests/test_bisect_units.py"]),
     "bisect_options": ("pytest_stedge/bisect/options.py", ["tests/test_bisect_units.py"]),
-    "epoch_layout": ("pytest_stedge/oracle/epoch_layout.py", ["tests/test_epoch_layout.py"]),
+    "epoch_layout": ("pytest_stedge/oracle/accuracy/epoch_layout.py", ["tests/test_epoch_layout.py"]),
     "liveness": (
-        "pytest_stedge/oracle/liveness.py",
+        "pytest_stedge/oracle/memory/liveness.py",
         ["tests/test_oracle_liveness.py", "tests/test_oracle_memory.py"],
     ),
     "floor": (
-        "pytest_stedge/oracle/floor.py",
+        "pytest_stedge/oracle/memory/floor.py",
         ["tests/test_oracle_floor.py", "tests/test_oracle_floor_properties.py",
          "tests/test_oracle_memory.py", "tests/test_oracle_tflite_types.py",
          "tests/test_oracle_float_weights.py"],
     ),
     "opclass": (
-        "pytest_stedge/oracle/opclass.py",
+        "pytest_stedge/oracle/memory/opclass.py",
         ["tests/test_oracle_floor.py", "tests/test_oracle_floor_properties.py",
          "tests/test_oracle_memory.py"],
     ),
-    "cinfo_measure": (
-        "pytest_stedge/oracle/cinfo_measure.py",
+    "explain_parts": (
+        "pytest_stedge/oracle/memory/explain_parts.py",
         ["tests/test_oracle_cinfo_measure.py", "tests/test_oracle_cinfo.py"],
     ),
-    "cinfo_buffers": (
-        "pytest_stedge/oracle/cinfo_buffers.py",
+    "tool_buffers": (
+        "pytest_stedge/oracle/memory/tool_buffers.py",
         ["tests/test_oracle_cinfo.py"],
     ),
     "pools": (
-        "pytest_stedge/oracle/pools.py",
+        "pytest_stedge/oracle/memory/pools.py",
         ["tests/test_oracle_pools.py", "tests/test_oracle_expected.py"],
     ),
     "metrics": (
-        "pytest_stedge/oracle/metrics.py",
+        "pytest_stedge/oracle/accuracy/metrics.py",
         ["tests/test_oracle_metrics.py", "tests/test_oracle_metric_edges.py"],
     ),
     "c_info": (
@@ -137,12 +137,12 @@ SELECTION: dict[str, tuple[str, list[str]]] = {
         ["tests/test_text_runs.py", "tests/test_parsers_real_cases.py"],
     ),
     "placement": (
-        "pytest_stedge/oracle/placement.py",
+        "pytest_stedge/oracle/placement/predict.py",
         ["tests/test_placement_plan.py", "tests/test_placement_attributes.py",
          "tests/test_placement.py"],
     ),
     "placement_attributes": (
-        "pytest_stedge/oracle/placement_attributes.py",
+        "pytest_stedge/oracle/placement/attributes.py",
         ["tests/test_placement_attributes.py", "tests/test_placement.py"],
     ),
     "epoch_kinds": (

@@ -314,7 +314,7 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
     if c_info is not None:
         per_epoch(result, case.model, dump, c_info)
         return
-    from pytest_stedge.oracle.divergence import diverge
+    from pytest_stedge.oracle.accuracy.first_node import diverge
 
     try:
         report = diverge(case.model, dump)
@@ -354,7 +354,7 @@ def epoch_c_info(workdir: Path) -> Path | None:
 def per_epoch(result: dict[str, Any], model: Path, dump: Path, c_info: Path) -> None:
     """The N6 divergence search: records mapped through the c_info's epochs and buffers;
     the first diverging epoch into ``divergence`` and a FirstDivergence diagnostic."""
-    from pytest_stedge.oracle.epoch_compare import diverge_epochs
+    from pytest_stedge.oracle.accuracy.epoch_compare import diverge_epochs
 
     diags = result.setdefault("diagnostics", [])
     try:

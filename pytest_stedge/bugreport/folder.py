@@ -183,7 +183,7 @@ def _bisect(case: Case, stage: str, version: str, runner: RunStage, install: Any
 
 def _diverge(case: Case, out: Path, dump: Path, failed: VersionRun) -> dict[str, Any]:
     from ..errors import OracleError
-    from ..oracle.epoch_compare import diverge_epochs
+    from ..oracle.accuracy.epoch_compare import diverge_epochs
 
     board = out / "board"
     board.mkdir()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_stedge.errors import StedgeError
-from pytest_stedge.oracle.board_dump import read_sidecar
+from pytest_stedge.oracle.accuracy.board_dump import read_sidecar
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -61,8 +61,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def cmd_diverge(args: argparse.Namespace) -> int:
     """Dispatch on what the dump holds (see the module docstring)."""
-    from pytest_stedge.oracle.io_verdict import is_val_io
-    from pytest_stedge.oracle.metrics import load_arrays
+    from pytest_stedge.oracle.accuracy.io_verdict import is_val_io
+    from pytest_stedge.oracle.accuracy.metrics import load_arrays
 
     if len(args.files) > 2:
         raise StedgeError(f"diverge takes [MODEL] DUMP, got {len(args.files)} files")
@@ -74,8 +74,8 @@ def cmd_diverge(args: argparse.Namespace) -> int:
     meta = read_sidecar(dump)
     c_info = args.c_info or (Path(meta["c_info"]) if meta.get("c_info") else None)
     if c_info is not None:
-        from pytest_stedge.oracle.board_dump import read_dump
-        from pytest_stedge.oracle.epochs import load_plan
+        from pytest_stedge.oracle.accuracy.board_dump import read_dump
+        from pytest_stedge.oracle.accuracy.epoch_plan import load_plan
 
         data = read_dump(dump, load_plan(c_info))
         outputs = set(meta.get("outputs") or [])  # an output buffer's data is the output's
@@ -130,14 +130,18 @@ def find_case(text: str) -> Any:
 
 def _outputs_only(args: argparse.Namespace, model: Path | None, dump: Path,
                   c_info: Path | None, why: str) -> int:
-    from pytest_stedge.oracle.io_verdict import PER_EPOCH_NEEDS, dump_outputs, val_io_outputs
+    from pytest_stedge.oracle.accuracy.io_verdict import (
+        PER_EPOCH_NEEDS,
+        dump_outputs,
+        val_io_outputs,
+    )
     from pytest_stedge.verdict.expect import check, summarize_miss
 
     if why == "validate":
         rows = val_io_outputs(dump)
     else:
         if model is None and c_info is not None:
-            from pytest_stedge.oracle.epoch_names import find_oe_files
+            from pytest_stedge.oracle.accuracy.epoch_names import find_oe_files
 
             model = args.oe_model or find_oe_files(c_info)[0]
         if model is None:
@@ -145,7 +149,7 @@ def _outputs_only(args: argparse.Namespace, model: Path | None, dump: Path,
                               f"{c_info})")
         rows = dump_outputs(model, dump, c_info, oe_model=args.oe_model, q_json=args.q_json)
     bounds, source = _bounds(args)
-    from pytest_stedge.oracle.io_verdict import flat
+    from pytest_stedge.oracle.accuracy.io_verdict import flat
 
     figures = flat(rows)
     misses = check(bounds, figures)
@@ -172,7 +176,7 @@ def _outputs_only(args: argparse.Namespace, model: Path | None, dump: Path,
 
 
 def _epochs(args: argparse.Namespace, model: Path | None, dump: Path, c_info: Path) -> int:
-    from pytest_stedge.oracle.epoch_compare import diverge_epochs
+    from pytest_stedge.oracle.accuracy.epoch_compare import diverge_epochs
 
     result = diverge_epochs(model, dump, c_info, oe_model=args.oe_model,
                             q_json=args.q_json, min_cos=args.min_cos, max_l2r=args.max_l2r)
@@ -213,7 +217,7 @@ def _epochs(args: argparse.Namespace, model: Path | None, dump: Path, c_info: Pa
 
 
 def _nodes(args: argparse.Namespace, model: Path, dump: Path) -> int:
-    from pytest_stedge.oracle.divergence import diverge
+    from pytest_stedge.oracle.accuracy.first_node import diverge
 
     result = diverge(model, dump, min_cos=args.min_cos, max_l2r=args.max_l2r)
     if args.json:

@@ -150,15 +150,15 @@ def _split_options(values: list[str]) -> list[str]:
 
 
 def _oracle(args: argparse.Namespace) -> int:
-    from pytest_stedge.oracle.deploy import deployment_for
-    from pytest_stedge.oracle.memory import analyze_graph
-    from pytest_stedge.oracle.model_files import open_graph
+    from pytest_stedge.oracle.deployment.settings import deployment_for
+    from pytest_stedge.oracle.memory.analysis import analyze_graph
+    from pytest_stedge.oracle.model.files import open_graph
 
     options = _split_options(args.options)
     target = args.target
     if args.target is None and args.c_info is not None and not options:
-        from pytest_stedge.oracle.cinfo import load_c_info, run_arguments
-        from pytest_stedge.oracle.deploy import deployment_options
+        from pytest_stedge.oracle.deployment.recorded import deployment_options
+        from pytest_stedge.oracle.memory.explain import load_c_info, run_arguments
 
         target, words = run_arguments(load_c_info(args.c_info))  # the run's own deployment
         options = deployment_options(words, args.c_info.parent)
@@ -166,7 +166,7 @@ def _oracle(args: argparse.Namespace) -> int:
     graph = open_graph(args.model)  # parsed once: the memory analysis and the placement read it
     report = analyze_graph(graph, details=args.tensors, deployment=deployment)
     if args.c_info:
-        from pytest_stedge.oracle.cinfo import explain_c_info
+        from pytest_stedge.oracle.memory.explain import explain_c_info
 
         report["c_info"] = explain_c_info(report, args.c_info)
         floor = report["lower_bound_bytes"]
@@ -270,7 +270,7 @@ def _oracle(args: argparse.Namespace) -> int:
                     f"epochs {buf['start']}-{buf['end']}{kind}"
                 )
     if report.get("placement"):
-        from pytest_stedge.oracle.placement import format_plan
+        from pytest_stedge.oracle.placement.predict import format_plan
 
         print()
         for line in format_plan(report["placement"]):
@@ -280,8 +280,8 @@ def _oracle(args: argparse.Namespace) -> int:
 
 def _placement(args: argparse.Namespace, options: list[str], graph: Any) -> dict[str, Any]:
     """The predicted N6 epoch placement for ``--version`` of the already read ``graph``."""
-    from pytest_stedge.oracle.placement import predict_placement
-    from pytest_stedge.oracle.placement_table import load_table
+    from pytest_stedge.oracle.placement.predict import predict_placement
+    from pytest_stedge.oracle.placement.table import load_table
 
     table = load_table(args.placement_table)
     return predict_placement(graph, args.tool_version, options=options, table=table)
@@ -290,7 +290,7 @@ def _placement(args: argparse.Namespace, options: list[str], graph: Any) -> dict
 def _reference(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from pytest_stedge.oracle.reference import reference_outputs
+    from pytest_stedge.oracle.accuracy.reference import reference_outputs
 
     result = reference_outputs(args.model, samples=args.samples, seed=args.seed)
     arrays = {k: v for k, v in result.items() if k.startswith("m_")}
@@ -303,7 +303,7 @@ def _reference(args: argparse.Namespace) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from pytest_stedge.oracle.metrics import compute_metrics, load_arrays, pair_outputs
+    from pytest_stedge.oracle.accuracy.metrics import compute_metrics, load_arrays, pair_outputs
 
     reference = load_arrays(args.reference)
     prediction = load_arrays(args.prediction) if args.prediction else None
@@ -350,7 +350,7 @@ def _dequantization(
     import numpy as np
 
     from pytest_stedge.errors import OracleError
-    from pytest_stedge.oracle.quant import stated_quantization
+    from pytest_stedge.oracle.accuracy.output_quant import stated_quantization
 
     if not any(np.issubdtype(np.asarray(a).dtype, np.integer) for a in (ref, pred)):
         return None, None, ""

@@ -1,16 +1,19 @@
-"""The oracle: facts, memory and reference inference from the model alone.
+"""The oracle: what the model alone says, independently of the tool, one wing per question.
 
-Public entry points (heavy modules load lazily):
+- ``model/``: the shared model reader (ONNX, TFLite, ST's ``_OE_`` models) and its facts;
+- ``deployment/``: what a target, its options and an mpool mean, read by every question;
+- ``memory/``: activation memory: the admissible floor, the expected plan in the mpool's
+  pools, and the tool's own figure explained from its ``c_info.json``;
+- ``placement/``: where each node runs on the STM32N6 (HW, EC, SW, hybrid) and why;
+- ``accuracy/``: the default stimulus, reference inference, ST's metrics, and the first
+  node or epoch where a board or host run diverges.
 
-- :func:`analyze_model` (``memory``): facts and activation memory of an ONNX or TFLite
-  model as a target deploys it (rules per family: ``rules_n6_npu``, ``rules_n6_sw``,
-  ``rules_mcu``, applied by ``deployed``);
-- :func:`explain_c_info` (``cinfo``): the tool's ``c_info.json`` buffers side by side;
-- ``metrics.compute_metrics`` and ``stimulus.default_stimulus``.
-
-Owns everything computed from the model alone, independently of the tool. May import
-``errors`` and ``parsers`` (to read a c_info it explains); the pytest flow, the board
-stage and the CLI import it. onnx, onnxruntime, numpy, tflite and LiteRT load inside the functions.
+Public entry points here (heavy modules load lazily): :func:`analyze_model`,
+:func:`analyze_deployed`, :func:`explain_c_info`, :func:`case_deployment`,
+:func:`recorded_conflicts`. The question wings import ``model`` and ``deployment``,
+never each other. The oracle may import ``errors`` and ``parsers`` (to read the runs it
+explains); the pytest flow, the board stage and the CLI import it. onnx, onnxruntime,
+numpy, tflite and LiteRT load inside the functions.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..case.model import Case
-    from .deploy import Deployment
+    from .deployment.settings import Deployment
 
 
 def analyze_model(
@@ -32,8 +35,8 @@ def analyze_model(
     options: Sequence[str] = (),
     mpool: Path | str | None = None,
 ) -> dict[str, Any]:
-    """See :func:`pytest_stedge.oracle.memory.analyze_model`."""
-    from .memory import analyze_model as _analyze
+    """See :func:`pytest_stedge.oracle.memory.analysis.analyze_model`."""
+    from .memory.analysis import analyze_model as _analyze
 
     return _analyze(path, details=details, target=target, options=options, mpool=mpool)
 
@@ -42,7 +45,8 @@ def case_deployment(case: Case, run: dict[str, Any] | None = None) -> Deployment
     """The deployment of a corpus case: its target, options, Neural-ART profile and mpool;
     with ``run`` (a recording the case replays), the deployment that run's command line
     states (its pool files are not public: the case's own, if any, stand for them)."""
-    from .deploy import deployment_for, run_options
+    from .deployment.recorded import run_options
+    from .deployment.settings import deployment_for
 
     mpool = None
     if case.neural_art is not None:
@@ -70,7 +74,7 @@ def states_deployment(run: dict[str, Any]) -> bool:
 def recorded_conflicts(case: Case, runs: list[dict[str, Any]]) -> list[str]:
     """How the case's own deployment contradicts the command lines of its recordings: one
     line per disagreeing recording (empty: they agree, or there are none)."""
-    from .deploy import deployment_differences
+    from .deployment.settings import deployment_differences
 
     ours = case_deployment(case)
     lines = []
@@ -87,15 +91,15 @@ def recorded_conflicts(case: Case, runs: list[dict[str, Any]]) -> list[str]:
 
 def analyze_deployed(path: Path | str, deployment: Deployment) -> dict[str, Any]:
     """The oracle report of a model for an already chosen deployment."""
-    from .memory import analyze_graph
-    from .model_files import open_graph
+    from .memory.analysis import analyze_graph
+    from .model.files import open_graph
 
     return analyze_graph(open_graph(path), deployment=deployment)
 
 
 def explain_c_info(model: dict[str, Any] | Path | str | None, c_info: Path | str) -> dict[str, Any]:
-    """See :func:`pytest_stedge.oracle.cinfo.explain_c_info`."""
-    from .cinfo import explain_c_info as _explain
+    """See :func:`pytest_stedge.oracle.memory.explain.explain_c_info`."""
+    from .memory.explain import explain_c_info as _explain
 
     return _explain(model, c_info)
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from pytest_stedge.board import protocol as bp
 from pytest_stedge.errors import BoardError, OracleError
-from pytest_stedge.oracle.epoch_names import Namer
-from pytest_stedge.oracle.epochs import Buffer, Epoch, EpochPlan, load_plan
-from pytest_stedge.oracle.refmodel import load_reference
+from pytest_stedge.oracle.accuracy.epoch_names import Namer
+from pytest_stedge.oracle.accuracy.epoch_plan import Buffer, Epoch, EpochPlan, load_plan
+from pytest_stedge.oracle.accuracy.refmodel import load_reference
 
 from .engine import Session
 from .model import CPU_HZ, SimModel, SimNode
