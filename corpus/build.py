@@ -21,10 +21,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 try:
-    from pytest_stedge.cli.corpus_build import Recipe, load_module
+    from pytest_stedge.case.build import Recipe, load_module
 except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(HERE.parent))
-    from pytest_stedge.cli.corpus_build import Recipe, load_module
+    from pytest_stedge.case.build import Recipe, load_module
 
 # one package name per corpus folder, so that two corpora never share their nets/
 _NETS = "stedge_corpus_nets_" + hashlib.sha256(str(HERE).encode()).hexdigest()[:12]

@@ -100,8 +100,8 @@ def spread(names: list[str], count: int | None) -> list[str]:
 def healthy_dump(comp: Compilation, out: Path, fault: str | None = None) -> Path:
     """A per-layer run of the simulator serving the OE model as the c_info says, over
     the wire, written as ``stedge board-run --per-layer`` writes it."""
+    from pytest_stedge.board.dump_run import run_dump
     from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
-    from pytest_stedge.cli.boards import run_dump
 
     assert comp.oe is not None
     with BoardSimulator(comp.oe, c_info=comp.c_info,

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from test_board_sim import make_model, reference
 
+from pytest_stedge.board.dump_run import default_stimulus
 from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
 from pytest_stedge.board.tensors import TensorDesc
-from pytest_stedge.cli.boards import default_stimulus
 from pytest_stedge.cli.main import main
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_stedge.cli.figures import fmt_figure
 from pytest_stedge.cli.main import main
+from pytest_stedge.cli.shared import fmt_figure
 from pytest_stedge.store.database import Store
 from pytest_stedge.store.rows import ItemRow
 

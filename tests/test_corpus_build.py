@@ -8,15 +8,15 @@ from pathlib import Path
 import onnx
 import pytest
 
-from pytest_stedge.case.load import load_cases
-from pytest_stedge.case.scan import iter_case_files
-from pytest_stedge.cli import main as cli
-from pytest_stedge.cli.corpus_build import (
+from pytest_stedge.case.build import (
     CorpusBuildError,
     build_corpus,
     compare_models,
     load_recipes,
 )
+from pytest_stedge.case.load import load_cases
+from pytest_stedge.case.scan import iter_case_files
+from pytest_stedge.cli import main as cli
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

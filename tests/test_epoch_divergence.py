@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_stedge.board.dump_run import run_dump
 from pytest_stedge.board.sim.simulator import BoardSimulator, Faults
-from pytest_stedge.cli.boards import run_dump
 from pytest_stedge.errors import OracleError
 from pytest_stedge.oracle.accuracy.epoch_compare import diverge_epochs
 

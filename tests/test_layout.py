@@ -119,6 +119,53 @@ def test_the_oracle_answers_one_question_per_wing() -> None:
     assert not upward, f"oracle wings importing the oracle's entry points: {upward}"
 
 
+def test_commands_share_nothing_but_their_helpers() -> None:
+    # the command layer parses and prints; logic two commands share lives in a wing, so no
+    # command imports another, and no wing imports a command
+    graph = _import_graph()
+    cli = "pytest_stedge.cli"
+    between = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith(f"{cli}.")
+        for target in targets
+        if target.startswith(f"{cli}.") and target != f"{cli}.shared"
+    )
+    assert not between, f"commands importing commands: {between}"
+    upward = sorted(f"{n} -> {t}" for n, ts in graph.items() if not n.startswith(cli)
+                    for t in ts if t == cli or t.startswith(f"{cli}."))
+    assert not upward, f"wings importing the command layer: {upward}"
+
+
+def _script_graph(folder: Path) -> dict[str, set[str]]:
+    """Imports between the scripts of one folder (they import each other by bare name)."""
+    names = {p.stem for p in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module in names:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in names}
+        graph[path.stem] = found - {path.stem}
+    return graph
+
+
+def test_no_script_folder_imports_itself_back() -> None:
+    # corpus scripts, tools, benchmarks and test helpers: no circle anywhere in the repository
+    root = PACKAGE.parent
+    folders = {p.parent for p in root.rglob("*.py")
+               if not {".venv", ".git", "pytest_stedge", ".stedge"} & set(p.relative_to(root).parts)}
+    assert (root / "corpus" / "real") in folders
+    cycles = []
+    for folder in sorted(folders):
+        graph = _script_graph(folder)
+        cycles += [f"{folder.relative_to(root)}: {' -> '.join(c)}"
+                   for name in sorted(graph) if (c := _cycle_from(graph, name))]
+    assert not cycles, f"import circles between scripts: {cycles}"
+
+
 def test_top_level_holds_only_the_pytest_flow() -> None:
     top = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
     assert top <= FLOW, f"modules outside a wing: {sorted(top - FLOW)}"

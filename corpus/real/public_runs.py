@@ -14,12 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from runs import RealCase, Run
-
-if TYPE_CHECKING:
-    from record import SourceFile
+from sources import SourceFile, blob_url
 
 ROOT = "public-runs"
 SAMPLES = "stedgeai-samples"
@@ -171,8 +168,6 @@ def _product(version: str) -> str:
 
 def read_public_sources(folder: Path) -> dict[str, SourceFile]:
     """The file list of a public-runs SOURCE.txt (``- name`` then indented ``key: value``)."""
-    from record import SourceFile
-
     entries: dict[str, SourceFile] = {}
     text = (folder / "SOURCE.txt").read_text(encoding="utf-8")
     body = text.split("\nfiles ", 1)[1] if "\nfiles " in text else ""
@@ -200,8 +195,6 @@ def read_public_sources(folder: Path) -> dict[str, SourceFile]:
 
 
 def _url(entry: SourceFile) -> str:
-    from record import blob_url
-
     return blob_url(entry)
 
 
@@ -306,8 +299,6 @@ def read_sample_sources(folder: Path) -> dict[str, SourceFile]:
     """The ``file:`` blocks of a stedgeai-samples SOURCE.txt (repo, path, commit, stated
     version); size and MD5 are the file's own (the samples' SOURCE.txt states none)."""
     import hashlib
-
-    from record import SourceFile
 
     entries: dict[str, SourceFile] = {}
     text = (folder / "SOURCE.txt").read_text(encoding="utf-8")

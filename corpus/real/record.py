@@ -18,12 +18,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -31,10 +28,11 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from public_runs import ROOT, SAMPLES, public_cases, read_public_sources, read_sample_sources
 from runs import CASES, RealCase, Run
+from sources import SourceFile, blob_url, read_source_txt
 
 from pytest_stedge.case.recordings import SCHEMA, options_hash
-from pytest_stedge.cli.ingest import stage_of
 from pytest_stedge.parsers.folder import merge, parse_file_runs
+from pytest_stedge.parsers.run_stages import stage_of
 
 # Options that name files, folders, the C name, the board's port or the log's verbosity:
 # they do not change what the tool compiles, so two runs differing only there compare.
@@ -48,44 +46,6 @@ _WITH_VALUE = {"--target", "--st-neural-art", "--mode", "--c-api", "--optimize.e
                "-O", "--optimization", "--compression", "-c", "--memory-pool", "--hsp",
                "--input-data-type", "--output-data-type"}
 
-
-@dataclass
-class SourceFile:
-    """One file entry of a SOURCE.txt."""
-
-    repository: str
-    path: str
-    commit: str
-    size: int
-    md5: str
-    command: str = ""
-    tool: str = ""
-
-
-def read_source_txt(folder: Path) -> dict[str, SourceFile]:
-    """The Files section of ``folder/SOURCE.txt``, by path relative to the folder."""
-    entries: dict[str, SourceFile] = {}
-    current: str | None = None
-    fields: dict[str, str] = {}
-
-    def close() -> None:
-        if current and {"repo", "path", "commit", "size"} <= set(fields):
-            size, md5 = re.match(r"(\d+) bytes; md5: ([0-9a-f]{32})", fields["size"]).groups()  # type: ignore[union-attr]
-            entries[current] = SourceFile(
-                fields["repo"], fields["path"], fields["commit"], int(size), md5,
-                fields.get("command stated", ""), fields.get("tool version stated", ""),
-            )
-
-    text = (folder / "SOURCE.txt").read_text(encoding="utf-8")
-    for line in text.split("Files\n-----\n", 1)[1].splitlines():
-        if line and not line.startswith(" "):
-            close()
-            current, fields = line.strip(), {}
-        elif line.startswith("  ") and ":" in line:
-            key, value = line.strip().split(":", 1)
-            fields.setdefault(key, value.strip())
-    close()
-    return entries
 
 
 def normalise_options(command: str) -> tuple[str, list[str]]:
@@ -122,9 +82,6 @@ def normalise_options(command: str) -> tuple[str, list[str]]:
 def md5_of(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
-
-def blob_url(entry: SourceFile) -> str:
-    return f"{entry.repository}/blob/{entry.commit}/{quote(entry.path)}"
 
 
 def normalised_result(result: dict[str, Any], stage: str) -> dict[str, Any]:

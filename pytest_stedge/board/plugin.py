@@ -295,7 +295,7 @@ def per_layer(result: dict[str, Any], spec: BoardSpec, case: Case, workdir: Path
               header: int, timeout: float) -> None:
     """One per-layer inference with data: timings into ``board_timings`` and
     ``extra_metrics``, the divergence search into ``divergence`` and a diagnostic."""
-    from pytest_stedge.cli.boards import run_dump
+    from .dump_run import run_dump
 
     dump = workdir / "board-dump.npz"
     nodes = run_dump(case.model, spec, out=dump, per_layer=True, seed=42, name=case.c_name,

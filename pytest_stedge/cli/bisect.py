@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_stedge.errors import StedgeError
 
 if TYPE_CHECKING:
-    from pytest_stedge.bisect.search import Bisection, RunStage
-    from pytest_stedge.tool.discovery import Install
+    from pytest_stedge.bisect.search import Bisection
 
 STAGES = ("generate", "analyze", "validate-host", "validate-target")
 
@@ -52,8 +51,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Run the bisection and print every run."""
+    from pytest_stedge.bisect.runner import oracle_figures, stage_runner
     from pytest_stedge.bisect.search import bisect_stage, no_install
-    from pytest_stedge.cli.diverge import find_case
+    from pytest_stedge.case.lookup import find_case
     from pytest_stedge.tool.discovery import discover
 
     case = find_case(args.case)
@@ -67,7 +67,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if install is None:
         raise no_install(args.version, [f"{i.version} ({i.root})" for i in found.installs])
     runner = stage_runner(args.stage, install, args.board, args.loader, args.timeout)
-    oracle = _oracle if case.oracle else None
+    oracle = oracle_figures if case.oracle else None
     if args.work is not None:
         args.work.mkdir(parents=True, exist_ok=True)
         report = bisect_stage(case, args.stage, install.version, runner, args.work,
@@ -82,53 +82,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         print_report(report)
     return 0 if report.culprits else 1
 
-
-def stage_runner(stage: str, install: Install, board: str | None, loader: str | None,
-                 timeout: float) -> RunStage:
-    """Runs ``stage`` of a case variant: validate-target generates, flashes, validates."""
-    from pytest_stedge.result import Result
-    from pytest_stedge.tool.runner import run_stage
-
-    def run(case: Any, workdir: Path) -> Result:
-        if stage != "validate-target":
-            return run_stage(case, stage, install, workdir, timeout=timeout).result
-        run_stage(case, "generate", install, workdir, timeout=timeout)
-        _load(case, install, workdir, board or "", loader, timeout)
-        return run_stage(case, stage, install, workdir, timeout=timeout,
-                         board_desc=board).result
-
-    return run
-
-
-def _load(case: Any, install: Install, workdir: Path, board: str, loader: str | None,
-          timeout: float) -> None:
-    """Flash the variant as the pytest flow does (``--loader``, else the N6 loader)."""
-    from pytest_stedge.board.plugin import loader_argv, run_loader, write_n6_loader_config
-    from pytest_stedge.board.specs import parse_board_spec
-    from pytest_stedge.errors import BoardError, ToolchainError
-
-    try:
-        if loader:
-            argv = loader_argv(loader, case=case, workdir=workdir, spec=parse_board_spec(board))
-            run_loader(argv, cwd=workdir, timeout=timeout)
-            return
-        script = install.root / "scripts" / "N6_scripts" / "n6_loader.py"
-        if case.target == "stm32n6" and script.is_file():
-            import sys
-
-            cfg = write_n6_loader_config(script.parent / "config_n6l.json", case, workdir)
-            run_loader([sys.executable, str(script), "--n6-loader-config", str(cfg)],
-                       cwd=workdir, timeout=timeout)
-    except BoardError as exc:
-        raise ToolchainError([str(install.executable), "validate"], reason=str(exc)) from None
-
-
-def _oracle(case: Any) -> dict[str, Any]:
-    from pytest_stedge.oracle import analyze_deployed, case_deployment
-
-    report = analyze_deployed(case.model, case_deployment(case))
-    keys = ("lower_bound_bytes", "expected_bytes", "float_nodes")
-    return {k: report[k] for k in keys if k in report}
 
 
 def print_report(report: Bisection) -> None:

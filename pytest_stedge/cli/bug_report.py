@@ -56,10 +56,10 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def cmd_bug_report(args: argparse.Namespace) -> int:
     """Write the folder and the zip; print where and what they say."""
+    from pytest_stedge.bisect.runner import stage_runner
     from pytest_stedge.bugreport.folder import make_report
     from pytest_stedge.bugreport.post import summary
-    from pytest_stedge.cli.bisect import stage_runner
-    from pytest_stedge.cli.diverge import find_case
+    from pytest_stedge.case.lookup import find_case
     from pytest_stedge.tool.discovery import discover
 
     case = find_case(args.case)
@@ -116,7 +116,7 @@ def cmd_bug_report(args: argparse.Namespace) -> int:
 def _stored(args: argparse.Namespace, case: str, stage: str, version: str) -> Any:
     """The passing version's newest stored figures (the version is not installed)."""
     from pytest_stedge.bugreport.records import VersionRun
-    from pytest_stedge.cli.store import db_path
+    from pytest_stedge.cli.shared import db_path
     from pytest_stedge.result import METRICS
     from pytest_stedge.store.database import Store
     from pytest_stedge.store.queries import latest_metrics

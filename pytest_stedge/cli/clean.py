@@ -45,7 +45,7 @@ def _clean(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import StedgeError
     from pytest_stedge.tool.retention import parse_keep, run_folders, to_remove
 
-    from .figures import fmt_figure
+    from .shared import fmt_figure
 
     root = Path(args.workdir)
     if not root.is_dir():

@@ -73,7 +73,7 @@ def run_build(
     corpus_root: Path, out: Path | None = None, force: bool = False, check: bool = False
 ) -> int:
     """Build the corpus at ``corpus_root``, print one line per model; return the exit status."""
-    from .corpus_build import build_corpus, load_recipes
+    from ..case.build import build_corpus, load_recipes
 
     if out is not None and check:
         raise StedgeError("--check compares with the corpus itself; it cannot be combined with --out")

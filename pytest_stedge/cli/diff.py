@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import configparser
 import json
 import sys
-import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_stedge.options import add_store_options
 
-if TYPE_CHECKING:
-    from ..verdict.bands import BandSettings
+from .shared import add_band_option
 
 EPILOG = """\
 examples:
@@ -74,8 +71,10 @@ def run_diff(args: argparse.Namespace) -> int:
     from pytest_stedge.report.table import format_table
     from pytest_stedge.store.database import Store
 
+    from ..case.lookup import load_corpus_cases
+    from ..verdict.band_settings import band_settings
     from ..verdict.store_diff import diff_store
-    from .store import db_path
+    from .shared import db_path
 
     settings = band_settings(args.band)
     default_band, metric_bands = settings.default_band, dict(settings.metric_bands or {})
@@ -101,110 +100,4 @@ def run_diff(args: argparse.Namespace) -> int:
     return 1 if report.regressed() else 0
 
 
-def add_band_option(parser: argparse.ArgumentParser) -> None:
-    """``--band [METRIC=]BAND`` (repeatable), as ``stedge diff`` reads it."""
-    parser.add_argument(
-        "--band",
-        metavar="[METRIC=]BAND",
-        action="append",
-        default=[],
-        help="Band of metrics a case does not band ('+3%%', '+1024', '0'); METRIC=BAND sets one "
-        "metric's (repeatable). Default: ini stedge_baseline_band, else 0; validation metrics "
-        "have their own (ini stedge_metric_bands, README 'Bands')",
-    )
 
-
-def band_settings(bands: list[str], folder: Path | None = None) -> BandSettings:
-    """The bands of ``--band`` over the ini keys pytest reads in ``folder`` (default: the
-    current folder), over the built-in noisy-metric bands: what the gate uses in a session.
-
-    :raises BandError: naming a malformed band, before any store is opened.
-    """
-    from ..verdict.bands import BandSettings, parse_band, parse_metric_bands
-
-    where = folder or Path.cwd()
-    general = [b for b in bands if "=" not in b]
-    default_band = general[-1] if general else ini_band(where)
-    parse_band(default_band)
-    metric_bands = parse_metric_bands(
-        ini_lines(where, "stedge_metric_bands") + [b for b in bands if "=" in b]
-    )
-    return BandSettings(default_band=default_band, metric_bands=metric_bands)
-
-
-def load_corpus_cases(folder: str | None) -> dict[str, Any]:
-    """Cases by name from ``folder`` (default ./corpus if present); {} without a corpus."""
-    from pytest_stedge.errors import StedgeError
-
-    from ..case.load import load_cases
-    from ..case.scan import iter_case_files
-
-    if folder is None:
-        default = Path("corpus")
-        if not default.is_dir():
-            return {}
-        root = default
-    else:
-        root = Path(folder)
-        if not root.is_dir():
-            raise StedgeError(f"--corpus {folder}: no such folder")
-    cases: dict[str, Any] = {}
-    for case_toml in iter_case_files(root):
-        for case in load_cases(case_toml, root):
-            cases[case.name] = case
-    return cases
-
-
-def ini_band(folder: Path) -> str:
-    """``stedge_baseline_band`` from the pytest ini file pytest would read in ``folder`` ("0")."""
-    value = _ini_value(folder, "stedge_baseline_band")
-    return value.strip() if value and value.strip() else "0"
-
-
-def ini_lines(folder: Path, key: str) -> list[str]:
-    """A linelist ini key (e.g. ``stedge_metric_bands``), one entry a line; [] when unset."""
-    value = _ini_value(folder, key)
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return [line.strip() for line in str(value).splitlines() if line.strip()]
-
-
-def _ini_value(folder: Path, key: str) -> Any:
-    """``key`` from the pytest ini file pytest would read in ``folder`` (None when unset).
-
-    pytest's order: pytest.ini, .pytest.ini, pyproject.toml ([tool.pytest.ini_options]),
-    tox.ini ([pytest]), setup.cfg ([tool:pytest]); the first file that has a pytest
-    section decides.
-    """
-    for name, section in (
-        ("pytest.ini", "pytest"),
-        (".pytest.ini", "pytest"),
-        ("pyproject.toml", None),
-        ("tox.ini", "pytest"),
-        ("setup.cfg", "tool:pytest"),
-    ):
-        path = folder / name
-        if not path.is_file():
-            continue
-        if section is None:
-            try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-                continue
-            options = data.get("tool", {}).get("pytest", {}).get("ini_options")
-            if isinstance(options, dict):
-                value = options.get(key)
-                return value if isinstance(value, (str, list)) or value is None else str(value)
-            continue
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(path, encoding="utf-8")
-        except configparser.Error:
-            continue
-        if parser.has_section(section) or name in ("pytest.ini", ".pytest.ini"):
-            if parser.has_section(section):
-                return parser.get(section, key, fallback=None)
-            return None
-    return None

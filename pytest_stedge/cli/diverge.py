@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pytest_stedge.case.lookup import find_case
 from pytest_stedge.errors import StedgeError
 from pytest_stedge.oracle.accuracy.board_dump import read_sidecar
 
@@ -113,19 +114,6 @@ def _bounds(args: argparse.Namespace) -> tuple[list[Any], str]:
         bounds.append(Bound("val_l2r", max=args.max_l2r))
     return bounds, "--min-cos" + (" and --max-l2r" if args.max_l2r is not None else "")
 
-
-def find_case(text: str) -> Any:
-    """A case by its case.toml, its folder, or its name under ./corpus.
-
-    :raises StedgeError: none of those exists.
-    """
-    from pytest_stedge.case.load import load_cases
-
-    path = Path(text)
-    for candidate in (path, path / "case.toml", Path("corpus") / text / "case.toml"):
-        if candidate.suffix == ".toml" and candidate.is_file():
-            return load_cases(candidate.resolve())[0]
-    raise StedgeError(f"case {text!r}: no case.toml there, nor corpus/{text}/case.toml")
 
 
 def _outputs_only(args: argparse.Namespace, model: Path | None, dump: Path,

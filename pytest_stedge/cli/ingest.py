@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_stedge.options import add_store_options
 
-from .figures import fmt_figure
+from .shared import fmt_figure
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -73,23 +73,16 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=_ingest)
 
 
-def stage_of(result: dict[str, Any]) -> str:
-    """The corpus stage a parsed Result stands for."""
-    command = result.get("command") or "generate"
-    if command == "validate":
-        mode = (result.get("validation") or {}).get("mode")
-        return "validate-target" if mode == "target" else "validate-host"
-    return str(command)
-
 
 def _ingest(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import StedgeError
+    from pytest_stedge.parsers.run_stages import stage_of
     from pytest_stedge.result import flat_metrics
     from pytest_stedge.store.database import Store
 
     from ..case.load import load_cases
     from ..case.scan import iter_case_files
-    from .store import db_path
+    from .shared import db_path
 
     check_version_text(args.version)
     corpus = Path(args.corpus)
@@ -154,8 +147,7 @@ def _one_run(path: Path, number: int | None, stage: str | None = None) -> dict[s
     user picks."""
     from pytest_stedge.errors import StedgeError, describe_run
     from pytest_stedge.parsers import parse_runs
-
-    from .parse import pick_runs
+    from pytest_stedge.parsers.run_stages import pick_runs, stage_of
 
     runs = pick_runs(path, parse_runs(path), number)
     if len(runs) == 1:

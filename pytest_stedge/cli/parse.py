@@ -54,6 +54,7 @@ _SHOWN = 8
 def _parse_command(args: argparse.Namespace) -> int:
     from pytest_stedge.errors import ReportParseError
     from pytest_stedge.parsers import parse_runs
+    from pytest_stedge.parsers.run_stages import pick_runs
 
     path = Path(args.path)
     try:
@@ -81,20 +82,6 @@ def _parse_command(args: argparse.Namespace) -> int:
         print(summary(result))
     return 0
 
-
-def pick_runs(path: Path, runs: list[dict[str, Any]], number: int | None) -> list[dict[str, Any]]:
-    """``runs``, or run ``number`` (1-based) of them.
-
-    :raises StedgeError: a number the file or folder has no run for, naming the runs it has.
-    """
-    from pytest_stedge.errors import StedgeError, describe_run
-
-    if number is None:
-        return runs
-    if not 1 <= number <= len(runs):
-        listed = "; ".join(f"{i}: {describe_run(r)}" for i, r in enumerate(runs, 1))
-        raise StedgeError(f"{path}: --run {number}, but it holds {len(runs)} run(s): {listed}")
-    return [runs[number - 1]]
 
 
 def json_safe(result: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ from typing import Any
 
 from pytest_stedge.options import add_store_options
 
-from .diff import add_band_option, band_settings, load_corpus_cases
+from ..case.lookup import load_corpus_cases
+from ..verdict.band_settings import band_settings
+from .shared import add_band_option
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -86,7 +88,7 @@ def _report(args: argparse.Namespace) -> int:
     from pytest_stedge.store.database import Store
     from pytest_stedge.store.rows import run_label
 
-    from .store import db_path
+    from .shared import db_path
 
     with Store.open(db_path(args), create=False, read_only=True) as store:
         run_id = _run_id(store, args.run)
@@ -100,7 +102,7 @@ def _dashboard(args: argparse.Namespace) -> int:
     from pytest_stedge.report import render_dashboard
     from pytest_stedge.store.database import Store
 
-    from .store import db_path
+    from .shared import db_path
 
     bands = band_settings(args.band)  # a bad band is said before the store is opened
     bugs = Path(args.corpus) / "bugs"

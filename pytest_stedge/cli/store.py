@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_stedge.options import add_store_options
 
-from .figures import fmt_figure
+from .shared import db_path, fmt_figure
 
 if TYPE_CHECKING:
     from pytest_stedge.store.location import Location
@@ -91,20 +91,6 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     add_store_options(importer.add_argument, prefix="")
     importer.set_defaults(handler=_import)
 
-
-def db_path(args: argparse.Namespace) -> Location:
-    """The store a ``stedge`` command reads: --db (a file or a PostgreSQL server), else
-    .stedge/results.duckdb."""
-    from pytest_stedge.errors import StoreError
-    from pytest_stedge.store.database import DEFAULT_PATH
-    from pytest_stedge.store.location import parse_location
-
-    if not getattr(args, "db", None):
-        return DEFAULT_PATH
-    try:
-        return parse_location(args.db)
-    except ValueError as exc:
-        raise StoreError(f"--db: {exc}") from None
 
 
 def _runs(args: argparse.Namespace) -> int:
