@@ -123,6 +123,10 @@ class Namer:
         self._ops = self.space.op_by_name
         self._prefixes = sorted(self._ops, key=len, reverse=True)
         self._layouts: dict[str, tuple[int, ...] | None] | None = None
+        # a buffer's tensor depends on the buffer and the models only: every dump of one
+        # compilation resolves the same buffers (one comparer judges them all)
+        self._resolved: dict[tuple[int, str], Resolved] = {}
+        self._owners: dict[str, str | None] = {}
 
     def layout(self, oe_tensor: str) -> tuple[int, ...] | None:
         """How the OE tensor orders the user tensor it maps to (:mod:`.epoch_layout`)."""
@@ -143,6 +147,12 @@ class Namer:
     # --- buffers ----------------------------------------------------------------------
     def resolve(self, buf: Buffer) -> Resolved:
         """The user-model tensor holding ``buf``'s values, or why there is none."""
+        key = (buf.id, buf.name)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(buf)
+        return self._resolved[key]
+
+    def _resolve(self, buf: Buffer) -> Resolved:
         oe_tensor, how = self._in_space(buf)
         if oe_tensor is None:
             return Resolved(None, how)
@@ -234,10 +244,10 @@ class Namer:
 
     def _owner(self, name: str) -> str | None:
         """The longest operator name that ``name`` starts with (then ``_``)."""
-        for op in self._prefixes:
-            if name.startswith(op + "_"):
-                return op
-        return None
+        if name not in self._owners:
+            self._owners[name] = next((op for op in self._prefixes
+                                       if name.startswith(op + "_")), None)
+        return self._owners[name]
 
     def _data_input(self, node: str) -> str:
         g = self.space
