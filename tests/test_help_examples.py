@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import built_once
 from help_workspace import (
     AISTUDIO_LOG,
     BLAZE_OE,
@@ -283,7 +284,8 @@ def _shared_store(request: pytest.FixtureRequest, base: Path) -> str:
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     if not (MICRO_TARGET.is_dir() and BLAZE_WS.is_dir() and AISTUDIO_LOG.is_file()):
         pytest.skip(f"the real tool outputs the examples read live in {SHARED} (absent)")
-    return prepare(tmp_path_factory.mktemp("help-examples"))
+    base = built_once(tmp_path_factory, "help-examples", prepare)  # ~20 s: once per run
+    return base / "work", environment(base / "home")
 
 
 RUNS = list(dict.fromkeys(e.line for e in help_examples() if e.line not in NOT_RUNNABLE))

@@ -48,7 +48,7 @@ def test_readers_get_their_turn_while_eight_sessions_write(
     db = tmp_path / "results.duckdb"
     Store.open(db).close()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(db), "15", str(k)],
+        subprocess.Popen([sys.executable, "-c", WRITER, str(db), "8", str(k)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for k in range(8)
     ]
@@ -84,8 +84,9 @@ GREEDY = r'''
 import sys, time
 from pytest_stedge.store.database import Store
 store = Store.open(sys.argv[1], wait_s=60)
-end = time.monotonic() + float(sys.argv[2])
 print("ready", flush=True)
+sys.stdin.readline()  # all open first, then all take turns (opening while others hold took 45 s)
+end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
     with store.attached(write=True):
         time.sleep(0.8)
@@ -101,13 +102,18 @@ def test_a_waiting_reader_goes_before_writers_taking_turns(tmp_path: Path) -> No
     db = tmp_path / "results.duckdb"
     Store.open(db).close()
     greedy = [subprocess.Popen([sys.executable, "-c", GREEDY, str(db), "20"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
               for _ in range(7)]
     waits, refused = [], 0
     try:
         for g in greedy:
             assert g.stdout is not None
             assert g.stdout.readline().strip() == "ready", g.communicate()[1][-2000:]
+        for g in greedy:
+            assert g.stdin is not None
+            g.stdin.write("go\n")
+            g.stdin.flush()
         time.sleep(2.0)  # the writers are taking turns
         for _ in range(6):
             start = time.monotonic()
