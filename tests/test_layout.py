@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from import_graph import cycle_from as _cycle_from
+from import_graph import import_graph
+
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_stedge"
 WINGS = ["bisect", "board", "board/sim", "bugreport", "bugs", "case", "cli", "oracle", "parsers",
          "report", "store", "tool", "verdict", *(f"oracle/{w}" for w in ("model", "deployment",
@@ -29,51 +33,9 @@ MAX_TOP_MODULES = 14
 MAX_LINES = 460  # ~450
 
 
-def _modules() -> dict[str, tuple[Path, bool]]:
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        is_package = parts[-1] == "__init__"
-        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
-    return found
-
-
 def _import_graph() -> dict[str, set[str]]:
     """Every import between the package's modules, module-level or inside functions."""
-    modules = _modules()
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, (path, is_package) in modules.items():
-        package = name if is_package else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
-                targets = subs + ([target] if len(subs) < len(node.names) else [])
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            else:
-                continue
-            graph[name] |= {t for t in targets if t in modules and t != name}
-    return graph
-
-
-def _cycle_from(graph: dict[str, set[str]], start: str) -> list[str] | None:
-    """A path start -> ... -> start, if one exists (depth-first, iterative)."""
-    stack = [(start, [start])]
-    seen: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in graph[node]:
-            if nxt == start:
-                return [*path, start]
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
+    return import_graph()[0]
 
 
 def test_no_module_imports_itself_back() -> None:
